@@ -1,0 +1,72 @@
+"""The `coda` command line: one entry point, one module per command group under `coda.commands`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+
+# command name -> module under coda.commands exposing register(subparsers) and run(args) -> int
+COMMANDS = {
+    "run": "run",
+    "sim": "sim",
+    "verify": "verify",
+    "memory": "memory",
+    "train": "train",
+    "eval": "evaluate",
+    "serve": "serve",
+    "mcp-config": "mcp_config",
+    "bench": "bench",
+    "experiment": "experiment",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="coda", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, module in COMMANDS.items():
+        try:
+            mod = importlib.import_module(f"coda.commands.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"coda.commands.{module}":
+                raise
+            continue  # command group not built yet
+        mod.register(sub, name)
+    return parser
+
+
+def emit(payload, as_json: bool) -> None:
+    """Print a command's result: JSON for machines, `key: value` lines for people."""
+    if as_json:
+        print(json.dumps(payload, indent=2, default=str))
+        return
+    if isinstance(payload, dict):
+        width = max((len(str(k)) for k in payload), default=0)
+        for key, value in payload.items():
+            if isinstance(value, float):
+                value = f"{value:.4g}"
+            print(f"{str(key).ljust(width)}  {value}")
+    else:
+        print(payload)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""`coda bench NAME`: benchmarks. Each target is a module with add_arguments(parser) and run(args) -> dict."""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import os
+import platform
+
+from coda.cli import emit
+
+BENCHES = {
+    "sim": "sim.bench",
+    "memory": "memory_store.bench",
+    "policy": "policy.bench",
+    "rollouts": "policy.bench_rollouts",
+    "mcp": "servers.bench",
+}
+
+
+def machine() -> dict:
+    return {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()} {os.cpu_count()} cpu, python {platform.python_version()}",
+    }
+
+
+def register(sub, name: str) -> None:
+    parser = sub.add_parser(name, help="run a benchmark and print its figures")
+    targets = parser.add_subparsers(dest="bench", required=True)
+    for target, module in BENCHES.items():
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        p = targets.add_parser(target, help=(mod.__doc__ or "").strip().splitlines()[0] if mod.__doc__ else None)
+        p.add_argument("--json", action="store_true", help="print JSON")
+        mod.add_arguments(p)
+        p.set_defaults(func=lambda args, mod=mod: _run(mod, args))
+
+
+def _run(mod, args) -> int:
+    result = {**machine(), **mod.run(args)}
+    emit(result, args.json)
+    return 0

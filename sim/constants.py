@@ -1,0 +1,86 @@
+"""Shared constants of the simulator SDK: control rates, action layout, observation layout, roles.
+
+Every other package reads these names instead of repeating numbers.
+"""
+
+from __future__ import annotations
+
+# --- physics and control -------------------------------------------------------------------
+TIMESTEP = 0.002
+"""physics timestep in seconds"""
+SUBSTEPS = 50
+"""physics steps per control step (10 Hz control)"""
+CONTROL_HZ = 1.0 / (TIMESTEP * SUBSTEPS)
+CHUNK = 8
+"""control steps per action chunk (h)"""
+
+# --- action: 7-D end-effector delta ---------------------------------------------------------
+ACTION_DIM = 7
+"""[dx, dy, dz] metres, [rx, ry, rz] axis-angle radians (world frame), gripper in [-1, 1] (-1 open, +1 closed)"""
+MAX_DPOS = 0.05
+"""largest accepted position delta per control step, metres per axis (larger values are clipped)"""
+MAX_DROT = 0.25
+"""largest accepted rotation delta per control step, radians (norm; larger values are clipped)"""
+
+# --- workspace ------------------------------------------------------------------------------
+TABLE_Z = 0.0
+"""height of the table surface (the world plane named 'table')"""
+WORKSPACE_LOW = (0.20, -0.40, 0.0)
+WORKSPACE_HIGH = (0.90, 0.40, 0.60)
+"""gripper target positions are clipped to this box (metres, world frame)"""
+GRIPPER_HOME = (0.45, 0.0, 0.30)
+
+# --- roles ----------------------------------------------------------------------------------
+ROLES = (
+    "target",
+    "receptacle",
+    "support",
+    "occluder",
+    "distractor",
+    "articulated",
+    "handle",
+    "tool",
+)
+"""symbolic roles an object can play in a task; the order fixes the one-hot layout in observations"""
+
+FACTORS = ("task", "layout", "attributes")
+"""scene factors: τ task, σ layout (object-spatial), α attributes"""
+
+DIAGNOSIS_FACTORS = ("task", "spatial", "attribute", "execution")
+"""δ of a failure diagnosis"""
+
+FAMILIES = ("pick_place", "stack", "articulated", "prep")
+
+OOD_SUITES = ("instances", "layouts", "tasks", "categories")
+
+# --- observation layout ---------------------------------------------------------------------
+MAX_OBJECTS = 10
+"""object tokens per observation (padded, see OBS_OBJECT_MASK)"""
+OBJ_FEATURES = (
+    ("pos", 3),
+    ("quat", 4),
+    ("linvel", 3),
+    ("angvel", 3),
+    ("half_size", 3),
+    ("rel_gripper", 3),
+    ("opening", 1),
+    ("articulated", 1),
+    ("role", len(ROLES)),
+)
+OBJ_DIM = sum(n for _, n in OBJ_FEATURES)
+PROPRIO_FEATURES = (("pos", 3), ("quat", 4), ("linvel", 3), ("finger_opening", 1), ("gripper_cmd", 1))
+PROPRIO_DIM = sum(n for _, n in PROPRIO_FEATURES)
+
+OBS_OBJECTS = "objects"
+"""float32 (MAX_OBJECTS, OBJ_DIM)"""
+OBS_OBJECT_MASK = "object_mask"
+"""bool (MAX_OBJECTS,) true for real objects"""
+OBS_OBJECT_CATEGORY = "object_category"
+"""int64 (MAX_OBJECTS,) category index in the asset pool, -1 for padding"""
+OBS_PROPRIO = "proprio"
+"""float32 (PROPRIO_DIM,)"""
+OBS_INSTRUCTION = "instruction"
+"""str: the task instruction"""
+
+PHASES = ("approach", "grasp", "lift", "transport", "place", "release", "open", "close", "other")
+"""trajectory phases used by rollout evidence, diagnoses and training programs"""
