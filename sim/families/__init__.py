@@ -1,0 +1,21 @@
+"""Task families: each module has NAME, TEMPLATES, sample(seed, split) -> Scene and roles(spec) -> slot binding."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from sim.families import articulated, pick_place, prep, stack
+
+FAMILIES: dict[str, ModuleType] = {m.NAME: m for m in (pick_place, stack, articulated, prep)}
+
+
+def get_family(name: str) -> ModuleType:
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ValueError(f"unknown task family {name!r}; valid families: {', '.join(FAMILIES)}") from None
+
+
+def sample_spec(family: str, seed: int, split=None):
+    """The seed scene of `family` for `seed` (deterministic), as a SceneSpec."""
+    return get_family(family).sample(seed, split).spec()

@@ -1,0 +1,187 @@
+"""Anthropic Messages API backend (``anthropic.Anthropic().messages.create``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anthropic
+
+from agent.llm.base import (
+    LOCAL_DUMMY_KEY,
+    STOP_END,
+    Completion,
+    ImageBlock,
+    LLMError,
+    Message,
+    MissingAPIKeyError,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    Usage,
+    describe_sdk_error,
+    missing_key_message,
+    normalize_messages,
+)
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-5-5"
+DEFAULT_TIMEOUT_S = 300.0
+ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
+
+
+def _image(block: ImageBlock) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": block.media_type, "data": block.data}}
+
+
+def _block(block: Any) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        return _image(block)
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ThinkingBlock):
+        if block.redacted_data is not None:
+            return {"type": "redacted_thinking", "data": block.redacted_data}
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, ToolResultBlock):
+        content = [_block(b) for b in block.content] or [{"type": "text", "text": "(no output)"}]
+        return {
+            "type": "tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": content,
+            "is_error": block.is_error,
+        }
+    raise TypeError(f"unsupported content block {type(block).__name__}")
+
+
+def to_anthropic(messages: list[Message], system: str | None) -> tuple[str | None, list[dict[str, Any]]]:
+    """Neutral messages → (system text, Anthropic ``messages``).
+
+    System messages join the system prompt; tool messages become user turns of ``tool_result`` blocks;
+    consecutive turns of the same role are merged (the API wants user/assistant alternation).
+    """
+    system_parts = [system] if system else []
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        if msg.role == "system":
+            system_parts.append(msg.text())
+            continue
+        role = "user" if msg.role == "tool" else msg.role
+        if isinstance(msg.content, str):
+            blocks = [{"type": "text", "text": msg.content}] if msg.content else []
+        else:
+            blocks = [_block(b) for b in msg.content]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return ("\n\n".join(system_parts) or None), out
+
+
+def to_anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+
+
+def from_anthropic(response: Any) -> Completion:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    thinking: list[ThinkingBlock] = []
+    for block in response.content:
+        if block.type == "thinking":
+            thinking.append(ThinkingBlock(thinking=block.thinking, signature=block.signature))
+        elif block.type == "redacted_thinking":
+            thinking.append(ThinkingBlock(redacted_data=block.data))
+        elif block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            args = block.input if isinstance(block.input, dict) else {}
+            error = None if isinstance(block.input, dict) else f"tool input is not an object: {block.input!r}"
+            calls.append(ToolCall(id=block.id, name=block.name, arguments=args, parse_error=error))
+    usage = response.usage
+    input_tokens = (
+        (usage.input_tokens or 0)
+        + (getattr(usage, "cache_creation_input_tokens", None) or 0)
+        + (getattr(usage, "cache_read_input_tokens", None) or 0)
+    )
+    return Completion(
+        text="".join(texts),
+        tool_calls=calls,
+        thinking=thinking,
+        usage=Usage(input_tokens=input_tokens, output_tokens=usage.output_tokens or 0),
+        stop_reason=response.stop_reason or STOP_END,
+        model=response.model or "",
+    )
+
+
+class AnthropicBackend:
+    """Claude through the Anthropic Messages API.
+
+    ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; with a custom ``base_url`` (a proxy or a local
+    Anthropic-compatible server) a missing key is replaced by a dummy. Connection errors, timeouts, 429 and
+    5xx are retried by the SDK (``max_retries``, exponential backoff); what still fails raises ``LLMError``.
+
+    Current Claude models think adaptively by default (thinking counts against ``max_tokens``) and reject a
+    non-default ``temperature`` with HTTP 400; ``extra_body`` passes provider options such as
+    ``{"output_config": {"effort": "low"}}`` or ``{"thinking": {"type": "disabled"}}``.
+    """
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_ANTHROPIC_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = 2,
+        extra_body: dict[str, Any] | None = None,
+    ):
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be ≥ 0, got {max_retries}")
+        key = api_key or os.environ.get(ANTHROPIC_KEY_ENV) or (LOCAL_DUMMY_KEY if base_url else None)
+        if not key:
+            raise MissingAPIKeyError(missing_key_message(self.provider, ANTHROPIC_KEY_ENV))
+        self.model = model
+        self.base_url = base_url
+        self.extra_body = dict(extra_body or {})
+        self._client = anthropic.Anthropic(
+            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=max_retries
+        )
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        tools: list[ToolSpec] | None = None,
+        max_tokens: int = 4096,
+        temperature: float | None = None,
+    ) -> Completion:
+        system_text, wire = to_anthropic(normalize_messages(messages), system)
+        if not wire:
+            raise ValueError("complete() needs at least one user message")
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": wire}
+        if system_text:
+            kwargs["system"] = system_text
+        if tools:
+            kwargs["tools"] = to_anthropic_tools(tools)
+        extra = dict(self.extra_body)
+        if temperature is not None:
+            extra["temperature"] = temperature  # not a typed SDK argument any more; sent as-is
+        if extra:
+            kwargs["extra_body"] = extra
+        try:
+            response = self._client.messages.create(**kwargs)
+        except anthropic.AnthropicError as err:
+            url = str(self._client.base_url)
+            raise LLMError(describe_sdk_error(self.provider, self.model, url, err)) from err
+        return from_anthropic(response)

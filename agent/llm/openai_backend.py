@@ -1,0 +1,221 @@
+"""OpenAI chat-completions backend; also any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import openai
+
+from agent.llm.base import (
+    LOCAL_DUMMY_KEY,
+    STOP_END,
+    STOP_MAX_TOKENS,
+    STOP_TOOL_USE,
+    Completion,
+    ImageBlock,
+    LLMError,
+    Message,
+    MissingAPIKeyError,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    Usage,
+    describe_sdk_error,
+    missing_key_message,
+    normalize_messages,
+)
+
+DEFAULT_OPENAI_MODEL = "gpt-4.1"
+DEFAULT_TIMEOUT_S = 300.0
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
+
+_FINISH_TO_STOP = {
+    "stop": STOP_END,
+    "tool_calls": STOP_TOOL_USE,
+    "function_call": STOP_TOOL_USE,
+    "length": STOP_MAX_TOKENS,
+    "content_filter": "refusal",
+}
+
+
+def _part(block: TextBlock | ImageBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    return {"type": "image_url", "image_url": {"url": block.data_url()}}
+
+
+def _tool_messages(msg: Message) -> list[dict[str, Any]]:
+    """One ``role: tool`` message per result, then one user message carrying their images.
+
+    Chat completions accepts only text in tool messages, so images travel in the user turn that follows.
+    """
+    out: list[dict[str, Any]] = []
+    image_parts: list[dict[str, Any]] = []
+    for block in msg.content:
+        if not isinstance(block, ToolResultBlock):
+            raise TypeError("role='tool' messages hold only ToolResultBlock")
+        text = block.text()
+        images = block.images()
+        if images:
+            text = (
+                text + "\n" if text else ""
+            ) + f"({len(images)} image(s) attached in the next user message)"
+        if block.is_error:
+            text = f"ERROR: {text}" if text else "ERROR"
+        out.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": text or "(no output)"})
+        if images:
+            image_parts.append(
+                {"type": "text", "text": f"Image(s) returned by tool call {block.tool_use_id}:"}
+            )
+            image_parts.extend(_part(img) for img in images)
+    if image_parts:
+        out.append({"role": "user", "content": image_parts})
+    return out
+
+
+def to_openai(messages: list[Message], system: str | None) -> list[dict[str, Any]]:
+    """Neutral messages → OpenAI chat ``messages``."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for msg in messages:
+        if msg.role == "tool":
+            out.extend(_tool_messages(msg))
+        elif msg.role == "system":
+            out.append({"role": "system", "content": msg.text()})
+        elif isinstance(msg.content, str):
+            out.append({"role": msg.role, "content": msg.content})
+        elif msg.role == "user":
+            out.append({"role": "user", "content": [_part(b) for b in msg.content]})
+        else:
+            text = "".join(b.text for b in msg.content if isinstance(b, TextBlock))
+            calls = [
+                {
+                    "id": b.id,
+                    "type": "function",
+                    "function": {"name": b.name, "arguments": json.dumps(b.input)},
+                }
+                for b in msg.content
+                if isinstance(b, ToolUseBlock)
+            ]
+            wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                wire["tool_calls"] = calls
+            out.append(wire)
+    return out
+
+
+def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+        }
+        for t in tools
+    ]
+
+
+def _parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as err:
+        return {}, f"tool arguments are not valid JSON ({err}): {raw!r}"
+    if not isinstance(value, dict):
+        return {}, f"tool arguments are not a JSON object: {raw!r}"
+    return value, None
+
+
+def from_openai(response: Any) -> Completion:
+    if not response.choices:
+        raise LLMError(f"openai-compatible server returned no choices (model {response.model!r})")
+    choice = response.choices[0]
+    message = choice.message
+    calls: list[ToolCall] = []
+    for call in message.tool_calls or []:
+        if getattr(call, "type", "function") != "function":
+            continue
+        args, error = _parse_arguments(call.function.arguments)
+        calls.append(ToolCall(id=call.id, name=call.function.name, arguments=args, parse_error=error))
+    usage = response.usage
+    finish = choice.finish_reason or "stop"
+    return Completion(
+        text=message.content or "",
+        tool_calls=calls,
+        usage=Usage(
+            input_tokens=(usage.prompt_tokens or 0) if usage else 0,
+            output_tokens=(usage.completion_tokens or 0) if usage else 0,
+        ),
+        stop_reason=_FINISH_TO_STOP.get(finish, finish),
+        model=response.model or "",
+    )
+
+
+class OpenAIBackend:
+    """OpenAI chat completions with function tools, or any OpenAI-compatible ``base_url``.
+
+    ``api_key`` defaults to ``$OPENAI_API_KEY`` and ``base_url`` to ``$OPENAI_BASE_URL``; with a custom ``base_url`` (e.g. ``http://localhost:8000/v1``
+    for vLLM, ``http://localhost:11434/v1`` for Ollama) a missing key is replaced by a dummy. The output cap is
+    sent as ``max_completion_tokens`` to OpenAI and as ``max_tokens`` to custom URLs (what most local servers
+    read); override with ``token_limit_field``. ``extra_body`` passes server-specific options (e.g.
+    ``{"reasoning_effort": "low"}``).
+    """
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_OPENAI_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = 2,
+        token_limit_field: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ):
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be ≥ 0, got {max_retries}")
+        if token_limit_field not in (None, "max_tokens", "max_completion_tokens"):
+            raise ValueError(
+                f"token_limit_field must be 'max_tokens' or 'max_completion_tokens', got {token_limit_field!r}"
+            )
+        base_url = base_url or os.environ.get(OPENAI_BASE_URL_ENV) or None
+        key = api_key or os.environ.get(OPENAI_KEY_ENV) or (LOCAL_DUMMY_KEY if base_url else None)
+        if not key:
+            raise MissingAPIKeyError(missing_key_message(self.provider, OPENAI_KEY_ENV))
+        self.model = model
+        self.base_url = base_url
+        self.extra_body = dict(extra_body or {})
+        self.token_limit_field = token_limit_field or ("max_tokens" if base_url else "max_completion_tokens")
+        self._client = openai.OpenAI(
+            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=max_retries
+        )
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        tools: list[ToolSpec] | None = None,
+        max_tokens: int = 4096,
+        temperature: float | None = None,
+    ) -> Completion:
+        wire = to_openai(normalize_messages(messages), system)
+        kwargs: dict[str, Any] = {"model": self.model, "messages": wire, self.token_limit_field: max_tokens}
+        if tools:
+            kwargs["tools"] = to_openai_tools(tools)
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        try:
+            response = self._client.chat.completions.create(**kwargs)
+        except openai.OpenAIError as err:
+            url = str(self._client.base_url)
+            raise LLMError(describe_sdk_error(self.provider, self.model, url, err)) from err
+        return from_openai(response)

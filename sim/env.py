@@ -1,0 +1,241 @@
+"""The environment: reset / step / step_chunk over a compiled scene, with object-centric observations.
+
+    env = CodaEnv(spec)
+    obs = env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step_chunk(chunk)   # chunk: (8, 7)
+
+Actions are 7-D end-effector deltas (see `sim.constants.ACTION_DIM`); control runs at 10 Hz with 50 physics
+substeps. Reward is sparse: 1 on the step the success predicate becomes true (which ends the episode).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from sim import helpers
+from sim.compile import CompiledScene, compile_scene
+from sim.constants import (
+    ACTION_DIM,
+    CHUNK,
+    GRIPPER_HOME,
+    MAX_DPOS,
+    MAX_DROT,
+    MAX_OBJECTS,
+    OBJ_DIM,
+    OBS_INSTRUCTION,
+    OBS_OBJECT_CATEGORY,
+    OBS_OBJECT_MASK,
+    OBS_OBJECTS,
+    OBS_PROPRIO,
+    PROPRIO_DIM,
+    SUBSTEPS,
+    WORKSPACE_HIGH,
+    WORKSPACE_LOW,
+)
+from sim.robot import FINGER_OPEN
+from sim.spec import SceneSpec
+
+MAX_STEPS = {"pick_place": 70, "stack": 70, "articulated": 90, "prep": 200}
+"""default episode length per family, in control steps"""
+SETTLE_STEPS = 100
+"""physics steps run at reset so objects start at rest on their supports"""
+TARGET_LEASH = 0.08
+"""the mocap target never runs further than this from the gripper (metres), so blocked motions stay gentle"""
+
+
+@dataclass
+class EnvState:
+    """Everything needed to restore an episode exactly (`CodaEnv.set_state`)."""
+
+    physics: np.ndarray
+    steps: int
+    target_pos: np.ndarray
+    target_quat: np.ndarray
+    gripper_cmd: float
+    success: bool
+
+
+class CodaEnv:
+    """One scene, one gripper. Not thread-safe; make one env per worker."""
+
+    def __init__(self, spec: SceneSpec | CompiledScene, max_steps: int | None = None):
+        self.compiled = spec if isinstance(spec, CompiledScene) else compile_scene(spec)
+        self.spec = self.compiled.spec
+        self.model = self.compiled.model
+        self.data = mujoco.MjData(self.model)
+        self.max_steps = max_steps or MAX_STEPS.get(self.spec.family, 100)
+        self.instruction = self.spec.task.instruction
+        self.success_predicate = self.spec.task.success
+        self.state = helpers.SceneState(self.compiled, self.data)
+        self._build_obs_index()
+        self._target_pos = np.array(GRIPPER_HOME, dtype=np.float64)
+        self._target_quat = np.array([1.0, 0.0, 0.0, 0.0])
+        self._gripper_cmd = -1.0
+        self._steps = 0
+        self._success = False
+        self._state_size = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_INTEGRATION)
+
+    # --- observation layout -----------------------------------------------------------------
+    def _build_obs_index(self) -> None:
+        objs = list(self.compiled.objects.values())[:MAX_OBJECTS]
+        n = len(objs)
+        self._n = n
+        self._pos_site = np.array([o.handle_site if o.articulated else o.center_site for o in objs], dtype=int)
+        self._quat_body = np.array([o.moving_body if o.articulated else o.body for o in objs], dtype=int)
+        self._free = [(i, o.free_dof) for i, o in enumerate(objs) if not o.articulated]
+        self._art = [(i, o.joint_qpos, o.joint_range) for i, o in enumerate(objs) if o.articulated]
+        static = np.zeros((MAX_OBJECTS, OBJ_DIM), dtype=np.float32)
+        for i, o in enumerate(objs):
+            static[i, 13:16] = o.half_extent
+            static[i, 20] = 1.0 if o.articulated else 0.0
+        static[:n, 21:] = self.compiled.role_onehot[:n]
+        self._static = static
+        self._mask = np.zeros(MAX_OBJECTS, dtype=bool)
+        self._mask[:n] = True
+        self._category = np.full(MAX_OBJECTS, -1, dtype=np.int64)
+        self._category[:n] = [o.category_index for o in objs]
+
+    def observe(self) -> dict:
+        d, n = self.data, self._n
+        g = self.compiled.gripper
+        grip = d.xpos[g.body]
+        tokens = self._static.copy()
+        tokens[:n, 0:3] = d.site_xpos[self._pos_site]
+        tokens[:n, 3:7] = d.xquat[self._quat_body]
+        for i, dof in self._free:
+            tokens[i, 7:13] = d.qvel[dof : dof + 6]
+        tokens[:n, 16:19] = tokens[:n, 0:3] - grip
+        for i, q, (lo, hi) in self._art:
+            tokens[i, 19] = (d.qpos[q] - lo) / (hi - lo)
+        proprio = np.empty(PROPRIO_DIM, dtype=np.float32)
+        proprio[0:3] = grip
+        proprio[3:7] = d.xquat[g.body]
+        proprio[7:10] = d.qvel[g.free_dof : g.free_dof + 3]
+        proprio[10] = (d.qpos[g.finger_qpos[0]] + d.qpos[g.finger_qpos[1]]) / (2 * FINGER_OPEN)
+        proprio[11] = self._gripper_cmd
+        return {
+            OBS_OBJECTS: tokens,
+            OBS_OBJECT_MASK: self._mask.copy(),
+            OBS_OBJECT_CATEGORY: self._category.copy(),
+            OBS_PROPRIO: proprio,
+            OBS_INSTRUCTION: self.instruction,
+        }
+
+    # --- episode ----------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, gripper_noise: float = 0.0) -> dict:
+        """Start an episode. `seed` only matters when `gripper_noise` > 0 (start-pose jitter, metres)."""
+        m, d = self.model, self.data
+        mujoco.mj_resetData(m, d)
+        for name, values in self.spec.task.initial_state.items():
+            o = self.compiled.objects[name]
+            if o.articulated and "open" in values:
+                lo, hi = o.joint_range
+                d.qpos[o.joint_qpos] = lo + float(np.clip(values["open"], 0.0, 1.0)) * (hi - lo)
+        home = np.array(GRIPPER_HOME, dtype=np.float64)
+        if gripper_noise > 0:
+            home += np.random.default_rng(seed).uniform(-gripper_noise, gripper_noise, 3)
+        g = self.compiled.gripper
+        d.qpos[g.free_qpos : g.free_qpos + 3] = home
+        d.qpos[g.free_qpos + 3 : g.free_qpos + 7] = [1, 0, 0, 0]
+        self._target_pos = home.copy()
+        self._target_quat = np.array([1.0, 0.0, 0.0, 0.0])
+        d.mocap_pos[g.mocap] = home
+        d.mocap_quat[g.mocap] = self._target_quat
+        self._gripper_cmd = -1.0
+        d.ctrl[list(g.actuators)] = FINGER_OPEN
+        for q in g.finger_qpos:
+            d.qpos[q] = FINGER_OPEN
+        mujoco.mj_forward(m, d)
+        mujoco.mj_step(m, d, nstep=SETTLE_STEPS)
+        d.time = 0.0
+        self._steps = 0
+        self.state.initial_bottom = {n: helpers.bottom_z(self.state, n) for n in self.state.names}
+        self._success = bool(self.success_predicate.evaluate(self.state))
+        return self.observe()
+
+    def _apply(self, action) -> None:
+        a = np.asarray(action, dtype=np.float64)
+        if a.shape != (ACTION_DIM,):
+            raise ValueError(f"action must have shape ({ACTION_DIM},), got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"action must be finite, got {a.tolist()}")
+        g = self.compiled.gripper
+        grip = self.data.xpos[g.body]
+        target = self._target_pos + np.clip(a[:3], -MAX_DPOS, MAX_DPOS)
+        target = np.clip(target, grip - TARGET_LEASH, grip + TARGET_LEASH)
+        self._target_pos = np.clip(target, WORKSPACE_LOW, WORKSPACE_HIGH)
+        rot = a[3:6]
+        angle = float(np.linalg.norm(rot))
+        if angle > 1e-9:
+            if angle > MAX_DROT:
+                rot, angle = rot * (MAX_DROT / angle), MAX_DROT
+            dq = np.empty(4)
+            mujoco.mju_axisAngle2Quat(dq, rot / angle, angle)
+            q = np.empty(4)
+            mujoco.mju_mulQuat(q, dq, self._target_quat)
+            self._target_quat = q / np.linalg.norm(q)
+        self._gripper_cmd = float(np.clip(a[6], -1.0, 1.0))
+        self.data.mocap_pos[g.mocap] = self._target_pos
+        self.data.mocap_quat[g.mocap] = self._target_quat
+        self.data.ctrl[list(g.actuators)] = FINGER_OPEN * (1.0 - self._gripper_cmd) / 2.0
+
+    def step(self, action) -> tuple[dict, float, bool, bool, dict]:
+        """One 10 Hz control step. Raises `ValueError` on a NaN, infinite or wrongly shaped action."""
+        self._apply(action)
+        mujoco.mj_step(self.model, self.data, nstep=SUBSTEPS)
+        self._steps += 1
+        unstable = not np.isfinite(self.data.qacc).all() or self.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
+        success = (not unstable) and bool(self.success_predicate.evaluate(self.state))
+        self._success = success
+        terminated = success
+        truncated = unstable or self._steps >= self.max_steps
+        info = {"success": success, "step": self._steps, "unstable": unstable}
+        return self.observe(), float(success), terminated, truncated and not terminated, info
+
+    def step_chunk(self, chunk) -> tuple[dict, float, bool, bool, dict]:
+        """Execute an action chunk (h x 7, normally h = 8); stops early when the episode ends."""
+        c = np.asarray(chunk, dtype=np.float64)
+        if c.ndim != 2 or c.shape[1] != ACTION_DIM or not 1 <= c.shape[0] <= 4 * CHUNK:
+            raise ValueError(f"chunk must have shape (h, {ACTION_DIM}) with 1 <= h <= {4 * CHUNK}, got {c.shape}")
+        if not np.all(np.isfinite(c)):
+            raise ValueError("chunk contains NaN or infinite values")
+        total, executed = 0.0, 0
+        obs, terminated, truncated, info = None, False, False, {}
+        for a in c:
+            obs, r, terminated, truncated, info = self.step(a)
+            total += r
+            executed += 1
+            if terminated or truncated:
+                break
+        info = {**info, "executed": executed}
+        return obs, total, terminated, truncated, info
+
+    # --- queries ----------------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    def success(self) -> bool:
+        return self._success
+
+    def predicate_terms(self) -> dict[str, bool]:
+        from sim.predicates import terms
+
+        return terms(self.success_predicate, self.state)
+
+    def target_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._target_pos.copy(), self._target_quat.copy()
+
+    def get_state(self) -> EnvState:
+        buf = np.empty(self._state_size)
+        mujoco.mj_getState(self.model, self.data, buf, mujoco.mjtState.mjSTATE_INTEGRATION)
+        return EnvState(buf, self._steps, self._target_pos.copy(), self._target_quat.copy(), self._gripper_cmd, self._success)
+
+    def set_state(self, s: EnvState) -> None:
+        mujoco.mj_setState(self.model, self.data, s.physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_forward(self.model, self.data)
+        self._steps, self._gripper_cmd, self._success = s.steps, s.gripper_cmd, s.success
+        self._target_pos, self._target_quat = s.target_pos.copy(), s.target_quat.copy()

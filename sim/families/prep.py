@@ -1,0 +1,93 @@
+"""prep: multi-object, longer-horizon kitchen preparation.
+
+**Task description**: put several food items on a cutting board or plate, or into a pot or bowl, one after
+the other.
+
+**Randomizations**: item categories and instances (2 items; 3 in a held-out template), receptacle category and
+instance (large enough for all items), 0–1 distractors, seed layout.
+
+**Success conditions**: `on(i, r)` or `inside(i, r)` for every item, and no item grasped; held-out templates use
+three items, or two receptacles.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from operator import and_
+
+from sim import assets
+from sim.families.base import Template, add_distractors, category, choose, instance, label, seed_layout, templates_for
+from sim.predicates import grasped, inside, on
+from sim.scene import Scene, SceneSplit
+
+NAME = "prep"
+
+
+def _all(rel, items, r):
+    return reduce(and_, [rel(i, r) for i in items] + [~grasped(i) for i in items])
+
+
+def _container(objs) -> bool:
+    return assets.get_category(objs["r"].category).container
+
+
+def _names(items) -> str:
+    words = [f"the {label(i)}" for i in items]
+    return ", ".join(words[:-1]) + f" and {words[-1]}"
+
+
+TEMPLATES = {
+    t.id: t
+    for t in [
+        Template("pr_on2", "train", ("a", "b", "r"),
+                 lambda a, b, r: (f"put {_names([a, b])} on the {label(r)}", _all(on, [a, b], r), {}),
+                 lambda objs: not _container(objs) and "c" not in objs),
+        Template("pr_in2", "train", ("a", "b", "r"),
+                 lambda a, b, r: (f"put {_names([a, b])} in the {label(r)}", _all(inside, [a, b], r), {}),
+                 lambda objs: _container(objs) and "c" not in objs),
+        Template("pr_in3", "heldout", ("a", "b", "c", "r"),
+                 lambda a, b, c, r: (f"put {_names([a, b, c])} in the {label(r)}", _all(inside, [a, b, c], r), {}),
+                 _container),
+        Template("pr_on3", "heldout", ("a", "b", "c", "r"),
+                 lambda a, b, c, r: (f"put {_names([a, b, c])} on the {label(r)}", _all(on, [a, b, c], r), {}),
+                 lambda objs: not _container(objs)),
+    ]
+}
+
+
+def _item(asset) -> bool:
+    return max(asset.half_extent[:2]) <= 0.04
+
+
+def _roomy(n: int):
+    def accept(asset) -> bool:
+        half = asset.interior.half if asset.interior is not None else asset.half_extent
+        return max(half[:2]) >= 0.028 * n + 0.03 and min(half[:2]) >= 0.045
+
+    return accept
+
+
+def sample(seed: int, split: SceneSplit | None = None) -> Scene:
+    split = split or SceneSplit()
+    scene = Scene(family=NAME, seed=seed, split=split)
+    rng = scene.rng
+    n = 3 if split.tasks == "heldout" else 2
+    container = bool(rng.random() < 0.5)
+    r_cat = category(rng, split, container=True) if container else category(rng, split, surface=True, graspable=False)
+    objs, used = {}, [r_cat]
+    for slot in "abc"[:n]:
+        cat = category(rng, split, graspable=True, tag="food", exclude=tuple(used))
+        used.append(cat)
+        objs[slot] = scene.add_object(instance(rng, cat, split, accept=_item), role="target")
+    objs["r"] = scene.add_object(instance(rng, r_cat, split, accept=_roomy(n)), role="receptacle")
+    add_distractors(scene, rng, split, int(rng.integers(0, 2)), exclude=tuple(used))
+    choose(rng, templates_for(TEMPLATES, split, objs)).apply(scene, objs)
+    scene.set_layout(seed_layout=seed_layout(rng, split))
+    return scene
+
+
+def roles(spec) -> dict:
+    targets = [o.name for o in spec.task.with_role("target")]
+    out = dict(zip("abc", targets, strict=False))
+    out["r"] = spec.task.with_role("receptacle")[0].name
+    return out

@@ -1,0 +1,66 @@
+"""stack: stack one block on another (or build a three-block tower).
+
+**Task description**: the gripper picks a block-like object and stacks it, centred and upright, on another.
+
+**Randomizations**: block categories and instances, 0–2 distractors, seed layout slots and yaw.
+
+**Success conditions**: `stacked(t, b) & ~grasped(t)`; the held-out tower template needs
+`stacked(t, m) & stacked(m, b) & ~grasped(t)`.
+"""
+
+from __future__ import annotations
+
+from sim.families.base import Template, add_distractors, category, choose, instance, label, seed_layout, templates_for
+from sim.predicates import grasped, stacked
+from sim.scene import Scene, SceneSplit
+
+NAME = "stack"
+
+
+def _blockish(asset) -> bool:
+    hx, hy, hz = asset.half_extent
+    return min(hx, hy) >= 0.018 and hz <= 0.04
+
+
+TEMPLATES = {
+    t.id: t
+    for t in [
+        Template("st_on", "train", ("t", "b"),
+                 lambda t, b: (f"stack the {label(t)} on the {label(b)}", stacked(t, b) & ~grasped(t), {})),
+        Template("st_top", "train", ("t", "b"),
+                 lambda t, b: (f"put the {label(t)} on top of the {label(b)}", stacked(t, b) & ~grasped(t), {})),
+        Template("st_under", "heldout", ("t", "b"),
+                 lambda t, b: (f"place the {label(b)} under the {label(t)} by stacking the {label(t)} onto it",
+                               stacked(t, b) & ~grasped(t), {})),
+        Template("st_tower", "heldout", ("t", "m", "b"),
+                 lambda t, m, b: (f"build a tower: the {label(b)} at the bottom, then the {label(m)}, then the "
+                                  f"{label(t)}", stacked(t, m) & stacked(m, b) & ~grasped(t), {})),
+    ]
+}
+
+
+def sample(seed: int, split: SceneSplit | None = None) -> Scene:
+    split = split or SceneSplit()
+    scene = Scene(family=NAME, seed=seed, split=split)
+    rng = scene.rng
+    tower = split.tasks == "heldout" and rng.random() < 0.5
+    names = ("b", "m", "t") if tower else ("b", "t")
+    objs, used = {}, []
+    for slot in names:
+        cat = category(rng, split, tag="block", exclude=tuple(used))
+        used.append(cat)
+        role = "support" if slot == "b" else "target"
+        objs[slot] = scene.add_object(instance(rng, cat, split, accept=_blockish), role=role)
+    add_distractors(scene, rng, split, int(rng.integers(0, 3)), exclude=tuple(used))
+    choose(rng, templates_for(TEMPLATES, split, objs)).apply(scene, objs)
+    scene.set_layout(seed_layout=seed_layout(rng, split))
+    return scene
+
+
+def roles(spec) -> dict:
+    support = spec.task.with_role("support")[0].name
+    targets = [o.name for o in spec.task.with_role("target")]
+    out = {"b": support, "t": targets[-1]}
+    if len(targets) > 1:
+        out["m"] = targets[0]
+    return out

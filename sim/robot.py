@@ -1,0 +1,137 @@
+"""Robots: a floating parallel-jaw gripper driven through a mocap weld (the default embodiment).
+
+The gripper body's origin is its tool centre point (TCP), between the finger pads; at the identity orientation
+the fingers point down (−z) and close along the body's y axis. A robot class only declares its bodies and
+exposes how an action reaches the simulator, so an arm with IK can sit behind the same interface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from sim.constants import GRIPPER_HOME
+
+FINGER_OPEN = 0.045
+"""half opening (metres) of each finger when fully open: a 9 cm gap"""
+FINGER_PAD = (0.012, 0.006, 0.035)
+"""finger box half sizes: along x (pad width), y (thickness), z (length)"""
+FINGER_Z = 0.02
+"""finger box centre height above the TCP (the pads reach 1.5 cm below the TCP)"""
+GRIP_KP = 400.0
+GRIP_FORCE = 18.0
+
+
+@dataclass
+class GripperIndex:
+    body: int
+    mocap: int
+    fingers: tuple[int, int]
+    finger_qpos: tuple[int, int]
+    finger_geoms: tuple[np.ndarray, np.ndarray]
+    actuators: tuple[int, int]
+    geoms: np.ndarray
+    """every geom of the gripper (palm and fingers)"""
+    free_qpos: int
+    free_dof: int
+
+
+class FloatingGripper:
+    """Parallel-jaw gripper welded to a mocap target; actions move the target."""
+
+    name = "gripper"
+
+    def add_to(self, spec: mujoco.MjSpec) -> None:
+        wb = spec.worldbody
+        target = wb.add_body(name="gripper_target", mocap=True, pos=list(GRIPPER_HOME))
+        target.add_site(name="gripper_target", size=[0.005, 0, 0], rgba=[0, 1, 0, 0.0])
+        body = wb.add_body(name="gripper", pos=list(GRIPPER_HOME), gravcomp=1.0)
+        body.add_freejoint(name="gripper/free")
+        body.add_geom(
+            name="gripper/palm",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=[0.02, 0.06, 0.012],
+            pos=[0, 0, FINGER_Z + FINGER_PAD[2] + 0.012],
+            rgba=[0.25, 0.25, 0.28, 1],
+            mass=0.3,
+        )
+        body.add_geom(
+            name="gripper/wrist",
+            type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+            size=[0.02, 0.03],
+            pos=[0, 0, FINGER_Z + FINGER_PAD[2] + 0.054],
+            rgba=[0.3, 0.3, 0.33, 1],
+            mass=0.1,
+        )
+        body.add_site(name="gripper/tcp", size=[0.004, 0, 0], rgba=[1, 0, 0, 0])
+        body.add_camera(name="wrist", pos=[0.0, 0.0, 0.12], fovy=75)
+        for side, sign in (("left", 1.0), ("right", -1.0)):
+            finger = body.add_body(name=f"gripper/{side}", gravcomp=1.0)
+            finger.add_joint(
+                name=f"gripper/{side}",
+                type=mujoco.mjtJoint.mjJNT_SLIDE,
+                axis=[0, sign, 0],
+                range=[0.0, FINGER_OPEN],
+                damping=8.0,
+                armature=0.01,
+            )
+            finger.add_geom(
+                name=f"gripper/{side}_pad",
+                type=mujoco.mjtGeom.mjGEOM_BOX,
+                size=list(FINGER_PAD),
+                pos=[0, sign * FINGER_PAD[1], FINGER_Z],
+                rgba=[0.8, 0.8, 0.85, 1],
+                mass=0.05,
+                friction=[1.5, 0.02, 0.001],
+                condim=4,
+                solref=[0.01, 1],
+            )
+            spec.add_actuator(
+                name=f"gripper/{side}",
+                target=f"gripper/{side}",
+                trntype=mujoco.mjtTrn.mjTRN_JOINT,
+                gainprm=[GRIP_KP] + [0] * 9,
+                biasprm=[0, -GRIP_KP, 0] + [0] * 7,
+                biastype=mujoco.mjtBias.mjBIAS_AFFINE,
+                ctrlrange=[0.0, FINGER_OPEN],
+                ctrllimited=1,
+                forcerange=[-GRIP_FORCE, GRIP_FORCE],
+                forcelimited=1,
+            )
+        spec.add_equality(
+            type=mujoco.mjtEq.mjEQ_WELD,
+            name1="gripper_target",
+            name2="gripper",
+            objtype=mujoco.mjtObj.mjOBJ_BODY,
+            solref=[0.01, 1.0],
+            data=[0.0] * 3 + [0.0] * 3 + [1.0, 0.0, 0.0, 0.0] + [1.0, 0.0],
+        )
+
+    def index(self, model: mujoco.MjModel) -> GripperIndex:
+        def bid(n):
+            return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, n)
+
+        body, left, right = bid("gripper"), bid("gripper/left"), bid("gripper/right")
+        jl = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "gripper/left")
+        jr = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "gripper/right")
+        jf = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "gripper/free")
+        geoms = np.flatnonzero(np.isin(model.geom_bodyid, [body, left, right]))
+        return GripperIndex(
+            body=body,
+            mocap=int(model.body_mocapid[bid("gripper_target")]),
+            fingers=(left, right),
+            finger_qpos=(int(model.jnt_qposadr[jl]), int(model.jnt_qposadr[jr])),
+            finger_geoms=(
+                np.flatnonzero(model.geom_bodyid == left),
+                np.flatnonzero(model.geom_bodyid == right),
+            ),
+            actuators=(
+                mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "gripper/left"),
+                mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, "gripper/right"),
+            ),
+            geoms=geoms,
+            free_qpos=int(model.jnt_qposadr[jf]),
+            free_dof=int(model.jnt_dofadr[jf]),
+        )

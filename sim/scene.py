@@ -1,0 +1,287 @@
+"""The scene-program API: build a `SceneSpec` through `Scene`, `place` and the predicate constructors.
+
+    scene = Scene(family="pick_place", seed=seed)
+    mug = scene.add_object("mug", role="target")
+    bowl = scene.add_object("bowl", role="receptacle")
+    scene.set_task("put the mug in the bowl", success=inside(mug, bowl) & ~grasped(mug))
+    scene.set_layout(place(mug, on="table", xy=(0.45, -0.10)), place(bowl, on="table", near=mug, gap=0.12))
+    scene.set_attributes(mug, mass=0.25, friction=0.8, rgba="red")
+
+All randomness comes from `numpy.random.default_rng(seed)`, so the same program and seed give the same spec.
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from sim import assets, layout
+from sim.constants import ROLES
+from sim.predicates import ATOMS, Predicate
+from sim.spec import (
+    AttributeSpec,
+    LayoutSpec,
+    ObjectAttributes,
+    Placement,
+    SceneSpec,
+    TaskObject,
+    TaskSpec,
+)
+
+SplitName = Literal["train", "heldout"]
+
+COLORS: dict[str, tuple[float, float, float, float]] = {
+    "red": (0.85, 0.15, 0.12, 1.0),
+    "green": (0.18, 0.65, 0.22, 1.0),
+    "blue": (0.15, 0.3, 0.85, 1.0),
+    "yellow": (0.95, 0.85, 0.15, 1.0),
+    "orange": (0.95, 0.55, 0.1, 1.0),
+    "purple": (0.55, 0.25, 0.7, 1.0),
+    "white": (0.93, 0.93, 0.93, 1.0),
+    "black": (0.08, 0.08, 0.08, 1.0),
+    "gray": (0.5, 0.5, 0.5, 1.0),
+    "brown": (0.5, 0.32, 0.18, 1.0),
+    "pink": (0.95, 0.55, 0.7, 1.0),
+}
+RESERVED_NAMES = set(ATOMS) | {"scene", "seed", "table", "place", "Scene", "np", "math", "sim"}
+
+
+@dataclass(frozen=True)
+class SceneSplit:
+    """Which side of the train / held-out split each factor draws from."""
+
+    instances: SplitName = "train"
+    categories: SplitName = "train"
+    layouts: SplitName = "train"
+    tasks: SplitName = "train"
+
+
+@dataclass(frozen=True)
+class ObjectHandle:
+    """What `Scene.add_object` returns; pass it to predicates, `place` and `set_attributes`."""
+
+    name: str
+    category: str
+    role: str
+
+
+@dataclass(frozen=True)
+class PlaceRequest:
+    """An unresolved placement made by `place`; resolved to world coordinates by `Scene.set_layout`."""
+
+    object: str
+    on: str = "table"
+    xy: tuple[float, float] | None = None
+    near: str | None = None
+    gap: float = 0.05
+    yaw: float | None = None
+
+
+def place(obj, on: Any = "table", xy=None, near=None, gap: float = 0.05, yaw: float | None = None) -> PlaceRequest:
+    """Request a pose: on 'table' or on/in another object, at world `xy` or `gap` metres beside `near`."""
+    return PlaceRequest(
+        object=_name(obj),
+        on=_name(on),
+        xy=None if xy is None else (float(xy[0]), float(xy[1])),
+        near=None if near is None else _name(near),
+        gap=float(gap),
+        yaw=None if yaw is None else float(yaw),
+    )
+
+
+def _name(obj: Any) -> str:
+    return obj if isinstance(obj, str) else obj.name
+
+
+class SceneError(ValueError):
+    """A scene program asked for something impossible; the message says what to change."""
+
+
+class Scene:
+    """Builder for one scene. Call `spec()` (or let the runner call it) to get the validated `SceneSpec`."""
+
+    def __init__(self, family: str, seed: int = 0, split: SceneSplit | None = None):
+        self.family = family
+        self.seed = int(seed)
+        self.split = split or SceneSplit()
+        self.rng = np.random.default_rng(self.seed)
+        self._objects: dict[str, TaskObject] = {}
+        self._attrs: dict[str, ObjectAttributes] = {}
+        self._requests: dict[str, PlaceRequest] = {}
+        self._seed_layout: int | None = None
+        self._task: dict[str, Any] | None = None
+        self.meta: dict[str, Any] = {}
+
+    # --- objects -------------------------------------------------------------------------------
+    def add_object(self, what: str, role: str = "distractor", name: str | None = None) -> ObjectHandle:
+        """Add an object by category ('mug') or instance id ('mug/007'); returns a handle."""
+        if role not in ROLES:
+            raise SceneError(f"unknown role {role!r}; valid roles: {', '.join(ROLES)}")
+        if "/" in what:
+            asset = assets.get_asset(what)
+            category = asset.category
+        else:
+            category = assets.get_category(what).name
+            pool = assets.assets_in(category, split=self.split.instances) or assets.assets_in(category)
+            asset = pool[int(self.rng.integers(len(pool)))]
+        name = name or self._fresh_name(category)
+        if name in self._objects:
+            raise SceneError(f"an object named {name!r} already exists; pass name=... to add_object")
+        if name in RESERVED_NAMES or keyword.iskeyword(name):
+            raise SceneError(f"{name!r} is reserved; pass another name=... to add_object")
+        self._objects[name] = TaskObject(name=name, category=category, role=role)
+        self._attrs[name] = ObjectAttributes(object=name, asset=asset.id)
+        return ObjectHandle(name=name, category=category, role=role)
+
+    def _fresh_name(self, category: str) -> str:
+        base = category.replace("-", "_")
+        if base not in self._objects and base not in RESERVED_NAMES:
+            return base
+        i = 1
+        while f"{base}_{i}" in self._objects:
+            i += 1
+        return f"{base}_{i}"
+
+    def objects(self) -> list[ObjectHandle]:
+        return [ObjectHandle(o.name, o.category, o.role) for o in self._objects.values()]
+
+    # --- factors -------------------------------------------------------------------------------
+    def set_task(
+        self,
+        instruction: str,
+        success: Predicate,
+        template: str = "custom",
+        initial_state: dict[str, dict[str, float]] | None = None,
+    ) -> None:
+        """τ: the instruction and the machine-checkable success predicate."""
+        self._task = {
+            "instruction": instruction,
+            "success": success,
+            "template": template,
+            "initial_state": {_name(k): dict(v) for k, v in (initial_state or {}).items()},
+        }
+
+    def set_layout(self, *requests: PlaceRequest, seed_layout: int | None = None) -> None:
+        """σ: placements; objects left out are put on free table slots (of `seed_layout` when given)."""
+        for r in requests:
+            if not isinstance(r, PlaceRequest):
+                raise SceneError(f"set_layout takes place(...) results, got {type(r).__name__}")
+            self._check_known(r.object)
+            self._requests[r.object] = r
+        if seed_layout is not None:
+            n = len(assets.seed_layouts())
+            if not 0 <= seed_layout < n:
+                raise SceneError(f"seed_layout must be in [0, {n}), got {seed_layout}")
+            self._seed_layout = int(seed_layout)
+
+    def set_attributes(self, obj, **values: Any) -> None:
+        """α: asset, scale, mass, friction, rgba (name or 4 floats), damping, joint_range."""
+        name = _name(obj)
+        self._check_known(name)
+        allowed = {"asset", "scale", "mass", "friction", "rgba", "damping", "joint_range"}
+        unknown = set(values) - allowed
+        if unknown:
+            raise SceneError(f"unknown attribute(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        if isinstance(values.get("rgba"), str):
+            color = values["rgba"]
+            if color not in COLORS:
+                raise SceneError(f"unknown colour {color!r}; named colours: {', '.join(COLORS)}")
+            values["rgba"] = COLORS[color]
+        if "asset" in values:
+            asset = assets.get_asset(values["asset"])
+            if asset.category != self._objects[name].category:
+                raise SceneError(
+                    f"asset {asset.id} is a {asset.category}, but {name} is a {self._objects[name].category}"
+                )
+        current = self._attrs[name].model_dump()
+        current.update(values)
+        self._attrs[name] = ObjectAttributes(**current)
+
+    def _check_known(self, name: str) -> None:
+        if name not in self._objects:
+            raise SceneError(f"unknown object {name!r}; objects so far: {list(self._objects)}")
+
+    # --- result --------------------------------------------------------------------------------
+    def spec(self) -> SceneSpec:
+        """Resolve the layout and validate everything into a `SceneSpec`."""
+        if not self._objects:
+            raise SceneError("the scene has no objects; call scene.add_object(...)")
+        if self._task is None:
+            raise SceneError("the scene has no task; call scene.set_task(instruction, success=...)")
+        attributes = AttributeSpec(objects=tuple(self._attrs.values()))
+        placements = layout.resolve(
+            list(self._objects.values()),
+            attributes,
+            [self._requests.get(n) for n in self._objects],
+            seed_layout=self._seed_layout,
+            rng=self.rng,
+        )
+        task = TaskSpec(
+            family=self.family,
+            instruction=self._task["instruction"],
+            template=self._task["template"],
+            objects=tuple(self._objects.values()),
+            success=self._task["success"],
+            initial_state=self._task["initial_state"],
+        )
+        return SceneSpec(
+            seed=self.seed,
+            family=self.family,
+            task=task,
+            layout=LayoutSpec(seed_layout=self._seed_layout, placements=tuple(placements)),
+            attributes=attributes,
+            meta=dict(self.meta),
+        )
+
+
+def finalize_program(namespace: dict, inputs: dict) -> dict:
+    """Sandbox finalizer for scene programs: the program must leave a `Scene` named `scene`."""
+    scene = namespace.get("scene")
+    if scene is None:
+        raise SceneError("the program did not define `scene`; end with scene = Scene(...) and its set_* calls")
+    if not isinstance(scene, Scene):
+        raise SceneError(f"`scene` must be a sim.Scene, got {type(scene).__name__}")
+    return scene.spec().model_dump(mode="json")
+
+
+def to_program(spec: SceneSpec) -> str:
+    """Write a scene program that rebuilds `spec` exactly (used by the data engine and for provenance)."""
+    lines = [
+        "from sim import Scene, place, on, inside, grasped, lifted, open_fraction, near, upright, stacked",
+        "",
+        "table = 'table'",
+        f"scene = Scene(family={spec.family!r}, seed=seed)",
+    ]
+    for o in spec.task.objects:
+        a = spec.attributes.of(o.name)
+        lines.append(f"{o.name} = scene.add_object({a.asset!r}, role={o.role!r}, name={o.name!r})")
+    t = spec.task
+    extra = f", initial_state={t.initial_state!r}" if t.initial_state else ""
+    lines.append(
+        f"scene.set_task({t.instruction!r}, success={t.success}, template={t.template!r}{extra})"
+    )
+    places = []
+    for p in spec.layout.placements:
+        support = "table" if p.support == "table" else p.support
+        places.append(f"    place({p.object}, on={support}, xy=({p.x:.4f}, {p.y:.4f}), yaw={p.yaw:.4f}),")
+    sl = f"seed_layout={spec.layout.seed_layout}" if spec.layout.seed_layout is not None else ""
+    lines.append("scene.set_layout(\n" + "\n".join(places) + (f"\n    {sl},\n" if sl else "\n") + ")")
+    for a in spec.attributes.objects:
+        kw = {k: v for k, v in a.model_dump(exclude={"object", "asset"}).items() if v is not None}
+        if kw.get("scale") == 1.0:
+            kw.pop("scale")
+        if kw:
+            args = ", ".join(f"{k}={_literal(v)}" for k, v in kw.items())
+            lines.append(f"scene.set_attributes({a.object}, {args})")
+    return "\n".join(lines) + "\n"
+
+
+def _literal(v: Any) -> str:
+    if isinstance(v, float):
+        return repr(round(v, 6))
+    if isinstance(v, (tuple, list)):
+        return "(" + ", ".join(_literal(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)

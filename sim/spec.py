@@ -1,0 +1,169 @@
+"""The scene specification s = (τ, σ, α) as pydantic models.
+
+A `SceneSpec` is what a scene program produces. It is JSON-serializable, hashable (`spec_hash`) and versioned,
+and compiles deterministically to MuJoCo (`sim.compile.compile_scene`).
+
+- τ `TaskSpec`: family, instruction, participating objects with symbolic roles, initial object states, and the
+  success predicate.
+- σ `LayoutSpec`: where each object starts (support, world xy, yaw) and the relations that produced it.
+- α `AttributeSpec`: per-object instance, scale, mass, friction, colour, articulation parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sim.constants import FAMILIES, ROLES
+from sim.predicates import Predicate
+
+SPEC_VERSION = 1
+
+Role = Literal["target", "receptacle", "support", "occluder", "distractor", "articulated", "handle", "tool"]
+assert set(Role.__args__) == set(ROLES)  # noqa: S101  (kept in sync with sim.constants.ROLES)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TaskObject(_Frozen):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$", description="symbol used by the predicate")
+    category: str
+    role: Role
+
+
+class TaskSpec(_Frozen):
+    """τ: what has to happen, over which objects."""
+
+    family: str
+    instruction: str = Field(min_length=1, max_length=500)
+    template: str = "custom"
+    """id of the instruction/predicate template that produced the task (OOD task suites hold some out)"""
+    objects: tuple[TaskObject, ...]
+    success: Predicate
+    initial_state: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """per-object initial joint state, e.g. {"drawer": {"open": 0.0}} (fraction of the joint range)"""
+
+    @field_validator("family")
+    @classmethod
+    def _family(cls, v: str) -> str:
+        if v not in FAMILIES:
+            raise ValueError(f"unknown task family {v!r}; valid families: {', '.join(FAMILIES)}")
+        return v
+
+    def object(self, name: str) -> TaskObject:
+        for o in self.objects:
+            if o.name == name:
+                return o
+        raise KeyError(f"no object named {name!r} in the task; objects: {[o.name for o in self.objects]}")
+
+    def with_role(self, role: str) -> list[TaskObject]:
+        return [o for o in self.objects if o.role == role]
+
+
+class Placement(_Frozen):
+    """Initial pose of one object. xy are world coordinates; z follows from the support."""
+
+    object: str
+    support: str = "table"
+    """'table', another object's name (rests on its top), or an articulated object's name (inside its cavity)"""
+    x: float
+    y: float
+    yaw: float = 0.0
+    relation: dict[str, Any] | None = None
+    """how the pose was chosen, kept so a layout resample can honour it, e.g. {"near": "mug", "gap": 0.12}"""
+
+
+class LayoutSpec(_Frozen):
+    """σ: object-spatial arrangement."""
+
+    seed_layout: int | None = None
+    placements: tuple[Placement, ...]
+
+    def placement(self, name: str) -> Placement:
+        for p in self.placements:
+            if p.object == name:
+                return p
+        raise KeyError(f"object {name!r} has no placement")
+
+
+class ObjectAttributes(_Frozen):
+    """α for one object. `None` means the instance's own value."""
+
+    object: str
+    asset: str
+    """instance id in the asset pool, e.g. 'mug/007' (see `coda sim assets`)"""
+    scale: float = Field(default=1.0, gt=0.0)
+    mass: float | None = Field(default=None, gt=0.0)
+    friction: float | None = Field(default=None, gt=0.0)
+    rgba: tuple[float, float, float, float] | None = None
+    damping: float | None = Field(default=None, ge=0.0)
+    joint_range: tuple[float, float] | None = None
+
+    @field_validator("rgba")
+    @classmethod
+    def _rgba(cls, v):
+        if v is not None and not all(0.0 <= c <= 1.0 for c in v):
+            raise ValueError(f"rgba components must lie in [0, 1], got {v}")
+        return v
+
+
+class AttributeSpec(_Frozen):
+    objects: tuple[ObjectAttributes, ...]
+
+    def of(self, name: str) -> ObjectAttributes:
+        for a in self.objects:
+            if a.object == name:
+                return a
+        raise KeyError(f"object {name!r} has no attributes")
+
+
+class SceneSpec(_Frozen):
+    """A complete scene: task, layout, attributes and the seed that made them."""
+
+    version: int = SPEC_VERSION
+    seed: int
+    family: str
+    task: TaskSpec
+    layout: LayoutSpec
+    attributes: AttributeSpec
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """provenance (program hash, parent scene, factor varied...); not part of the hash"""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SceneSpec:
+        names = [o.name for o in self.task.objects]
+        if len(set(names)) != len(names):
+            raise ValueError(f"object names must be unique, got {names}")
+        if self.family != self.task.family:
+            raise ValueError(f"spec family {self.family!r} differs from task family {self.task.family!r}")
+        for label, got in (
+            ("layout placements", [p.object for p in self.layout.placements]),
+            ("attributes", [a.object for a in self.attributes.objects]),
+        ):
+            if sorted(got) != sorted(names):
+                raise ValueError(f"{label} cover {sorted(got)} but the task's objects are {sorted(names)}")
+        missing = self.task.success.objects() - set(names) - {"table"}
+        if missing:
+            raise ValueError(f"success predicate names unknown object(s) {sorted(missing)}; objects: {names}")
+        for p in self.layout.placements:
+            if p.support != "table" and p.support not in names:
+                raise ValueError(f"{p.object} is placed on unknown support {p.support!r}")
+            if p.support == p.object:
+                raise ValueError(f"{p.object} cannot be placed on itself")
+        return self
+
+    def canonical_json(self) -> str:
+        data = self.model_dump(mode="json", exclude={"meta"})
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    def spec_hash(self) -> str:
+        """Stable 16-hex-digit hash of everything but `meta`."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+
+    def object_names(self) -> list[str]:
+        return [o.name for o in self.task.objects]

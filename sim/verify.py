@@ -1,0 +1,218 @@
+"""The verifier: checks a scene program or spec before any rollout and reports each violated check.
+
+Checks, in order (later checks need earlier ones): `executes` (sandboxed program run), `spec_valid`,
+`compiles`, `scale_plausible`, `collision_free` (no interpenetration at t = 0), `stable` (objects settle during a
+short passive simulation), `reachable`, `predicate_evaluable`, `predicate_false_at_start`, and optionally
+`planner_solvable`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import mujoco
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+
+from sim import assets, helpers
+from sim.asset_types import ArticulatedAsset
+from sim.spec import SceneSpec
+
+PENETRATION_TOL = 0.004
+"""metres of interpenetration tolerated at t = 0"""
+SETTLE_SECONDS = 0.6
+MAX_DRIFT = 0.02
+"""metres an object may move while settling"""
+MAX_TILT_CHANGE = 15.0
+"""degrees an object may rotate while settling"""
+SCALE_SLACK = (0.6, 1.5)
+"""accepted factor around a category's size range"""
+
+
+class CheckResult(BaseModel):
+    name: str
+    passed: bool
+    message: str = ""
+    objects: list[str] = Field(default_factory=list)
+
+
+class VerifyReport(BaseModel):
+    passed: bool
+    checks: list[CheckResult]
+    spec_hash: str | None = None
+    spec: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+    def violations(self) -> list[CheckResult]:
+        return [c for c in self.checks if not c.passed]
+
+    def summary(self) -> str:
+        if self.passed:
+            return "all checks passed"
+        return "; ".join(f"{c.name}: {c.message}" for c in self.violations())
+
+
+def verify_program(source: str | bytes, seed: int = 0, *, planner: bool = False, pool=None, limits=None) -> VerifyReport:
+    """Run a scene program in the sandbox, then verify the spec it builds."""
+    from sim.sandbox import run_untrusted
+
+    t0 = time.perf_counter()
+    kwargs = {"limits": limits} if limits is not None else {}
+    result = run_untrusted(
+        source, finalizer="sim.scene:finalize_program", inputs={"globals": {"seed": int(seed)}}, pool=pool, **kwargs
+    )
+    if not result.ok:
+        err = result.error
+        where = f" (line {err.lineno})" if err.lineno else ""
+        check = CheckResult(name="executes", passed=False, message=f"{err.kind}{where}: {err.message}")
+        return VerifyReport(passed=False, checks=[check], seconds=time.perf_counter() - t0)
+    report = verify_spec(result.value, planner=planner)
+    report.checks.insert(0, CheckResult(name="executes", passed=True))
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def verify_spec(spec: SceneSpec | dict, *, planner: bool = False) -> VerifyReport:
+    """Verify a spec (or its JSON dict); never raises for a bad scene, reports it instead."""
+    t0 = time.perf_counter()
+    checks: list[CheckResult] = []
+
+    def done(spec_obj=None) -> VerifyReport:
+        return VerifyReport(
+            passed=all(c.passed for c in checks),
+            checks=checks,
+            spec_hash=spec_obj.spec_hash() if spec_obj is not None else None,
+            spec=spec_obj.model_dump(mode="json") if spec_obj is not None else None,
+            seconds=time.perf_counter() - t0,
+        )
+
+    try:
+        spec = spec if isinstance(spec, SceneSpec) else SceneSpec.model_validate(spec)
+    except ValidationError as exc:
+        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+        checks.append(CheckResult(name="spec_valid", passed=False, message=msgs))
+        return done()
+    checks.append(CheckResult(name="spec_valid", passed=True))
+    from sim.env import CodaEnv
+
+    try:
+        env = CodaEnv(spec)
+    except Exception as exc:  # noqa: BLE001 - any compile failure is reported, not raised
+        checks.append(CheckResult(name="compiles", passed=False, message=f"{type(exc).__name__}: {exc}"))
+        return done(spec)
+    checks.append(CheckResult(name="compiles", passed=True))
+    checks.append(_scale(spec))
+    checks.append(_collisions(env))
+    stable, reachable = _settle(env)
+    checks += [stable, reachable]
+    checks += _predicate(env)
+    if planner and all(c.passed for c in checks):
+        from sim.planner import run_planner
+
+        demo = run_planner(CodaEnv(spec))
+        msg = "" if demo.success else f"the scripted planner failed ({demo.failure}) after {demo.steps} steps"
+        checks.append(CheckResult(name="planner_solvable", passed=demo.success, message=msg))
+    return done(spec)
+
+
+def _scale(spec: SceneSpec) -> CheckResult:
+    bad, msgs = [], []
+    for a in spec.attributes.objects:
+        asset = assets.get_asset(a.asset)
+        cat = assets.get_category(asset.category)
+        dims = sorted(2 * np.asarray(asset.half_extent) * a.scale)
+        lo, hi = min(cat.dims_low) * SCALE_SLACK[0], max(cat.dims_high) * SCALE_SLACK[1]
+        if dims[-1] > hi or dims[0] < lo:
+            bad.append(a.object)
+            msgs.append(f"{a.object} is {dims[-1]:.2f} m across, implausible for a {cat.name} ({lo:.2f}–{hi:.2f} m)")
+        if a.mass is not None and not isinstance(asset, ArticulatedAsset):
+            mlo, mhi = cat.mass_range[0] * 0.3, cat.mass_range[1] * 3.0
+            if not mlo <= a.mass <= mhi:
+                bad.append(a.object)
+                msgs.append(f"{a.object} weighs {a.mass:g} kg, implausible for a {cat.name} ({mlo:.2f}–{mhi:.2f} kg)")
+        if a.friction is not None and not 0.05 <= a.friction <= 3.0:
+            bad.append(a.object)
+            msgs.append(f"{a.object} has friction {a.friction:g}; use a value in [0.05, 3]")
+    return CheckResult(name="scale_plausible", passed=not bad, message="; ".join(msgs), objects=sorted(set(bad)))
+
+
+def _collisions(env) -> CheckResult:
+    m, d = env.model, env.data
+    mujoco.mj_resetData(m, d)
+    mujoco.mj_forward(m, d)
+    depth, a, b = helpers.max_penetration(env.state)
+    if depth > PENETRATION_TOL:
+        return CheckResult(
+            name="collision_free",
+            passed=False,
+            message=f"{a} and {b} interpenetrate by {depth * 1000:.0f} mm at the start; move them apart",
+            objects=sorted({a, b} - {"table", "gripper"}),
+        )
+    return CheckResult(name="collision_free", passed=True)
+
+
+def _settle(env) -> tuple[CheckResult, CheckResult]:
+    st = env.state
+    m, d = env.model, env.data
+    mujoco.mj_resetData(m, d)
+    mujoco.mj_forward(m, d)
+    start = {n: (helpers.position(st, n), helpers.tilt_deg(st, n)) for n in st.names}
+    env.reset()
+    idle = np.array([0, 0, 0, 0, 0, 0, -1.0])
+    for _ in range(int(round(SETTLE_SECONDS * 10))):
+        env.step(idle)
+    moved, msgs, unreachable = [], [], []
+    for n in st.names:
+        o = st.obj(n)
+        if o.articulated:
+            drift = abs(helpers.open_fraction(st, n) - _initial_open(env, n))
+            if drift > 0.1:
+                moved.append(n)
+                msgs.append(f"{n} moves by itself ({drift:.0%} of its range); raise its damping")
+            continue
+        p0, t0 = start[n]
+        p1 = helpers.position(st, n)
+        shift = float(np.linalg.norm(p1[:2] - p0[:2]))
+        tilt = abs(helpers.tilt_deg(st, n) - t0)
+        fell = p1[2] < p0[2] - 0.03
+        if shift > MAX_DRIFT or tilt > MAX_TILT_CHANGE or fell:
+            moved.append(n)
+            msgs.append(f"{n} is unstable: it moved {shift * 100:.1f} cm and tipped {tilt:.0f}° while settling")
+        if not (0.2 <= p1[0] <= 0.9 and -0.42 <= p1[1] <= 0.42 and p1[2] > -0.05):
+            unreachable.append(n)
+    stable = CheckResult(name="stable", passed=not moved, message="; ".join(msgs), objects=moved)
+    reach = CheckResult(
+        name="reachable",
+        passed=not unreachable,
+        message="" if not unreachable else f"{', '.join(unreachable)} outside the gripper workspace",
+        objects=unreachable,
+    )
+    return stable, reach
+
+
+def _initial_open(env, name: str) -> float:
+    return float(env.spec.task.initial_state.get(name, {}).get("open", 0.0))
+
+
+def _predicate(env) -> list[CheckResult]:
+    env.reset()
+    try:
+        value = env.success_predicate.evaluate(env.state)
+    except Exception as exc:  # noqa: BLE001
+        return [CheckResult(name="predicate_evaluable", passed=False, message=f"{type(exc).__name__}: {exc}")]
+    out = [CheckResult(name="predicate_evaluable", passed=True)]
+    if value:
+        out.append(
+            CheckResult(
+                name="predicate_false_at_start",
+                passed=False,
+                message=f"the success predicate is already true at the start: {env.success_predicate} — "
+                "arrange the scene so the task needs doing",
+                objects=sorted(env.success_predicate.objects() - {"table"}),
+            )
+        )
+    else:
+        out.append(CheckResult(name="predicate_false_at_start", passed=True))
+    return out
+
