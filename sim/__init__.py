@@ -5,6 +5,11 @@ Scene programs import from here:
     from sim import Scene, place, inside, grasped
 """
 
+import os
+
+# offscreen rendering backend; must be chosen before mujoco is first imported (override with MUJOCO_GL=osmesa)
+os.environ.setdefault("MUJOCO_GL", "egl")
+
 from sim.predicates import grasped, inside, lifted, near, on, open_fraction, stacked, upright
 from sim.scene import ObjectHandle, Scene, SceneError, SceneSplit, place
 from sim.spec import SceneSpec

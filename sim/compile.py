@@ -68,6 +68,7 @@ def new_world() -> mujoco.MjSpec:
     """An empty tabletop world with fast-rendering defaults, lights and two cameras."""
     spec = mujoco.MjSpec()
     spec.modelname = "coda_scene"
+    spec.compiler.degree = False  # joint ranges and angles are radians throughout the SDK
     opt = spec.option
     opt.timestep = TIMESTEP
     opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST

@@ -180,7 +180,7 @@ class CodaEnv:
         self._gripper_cmd = float(np.clip(a[6], -1.0, 1.0))
         self.data.mocap_pos[g.mocap] = self._target_pos
         self.data.mocap_quat[g.mocap] = self._target_quat
-        self.data.ctrl[list(g.actuators)] = FINGER_OPEN * (1.0 - self._gripper_cmd) / 2.0
+        self.data.ctrl[list(g.actuators)] = g.finger_target(self._gripper_cmd)
 
     def step(self, action) -> tuple[dict, float, bool, bool, dict]:
         """One 10 Hz control step. Raises `ValueError` on a NaN, infinite or wrongly shaped action."""

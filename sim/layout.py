@@ -14,8 +14,8 @@ from sim.spec import AttributeSpec, Placement, TaskObject
 if TYPE_CHECKING:
     from sim.scene import PlaceRequest
 
-REGION_LOW = (0.30, -0.28)
-REGION_HIGH = (0.62, 0.28)
+REGION_LOW = (0.28, -0.30)
+REGION_HIGH = (0.64, 0.30)
 """table region for loose objects (world xy, metres)"""
 FIXTURE_DEFAULT = (0.76, 0.0, 0.0)
 CLEARANCE = 0.015
@@ -100,7 +100,9 @@ def resolve(
             x, y, syaw = (*r.xy, 0.0) if r.xy else (fixture_slot or FIXTURE_DEFAULT)
             yaw = syaw if r.yaw is None else r.yaw
             hx, hy = asset.half_extent[0] * scale, asset.half_extent[1] * scale
-            occ.rects.append((name, x - hx, x + hx, y - hy, y + hy))
+            # keep the swept volume in front of drawers and doors free as well
+            sweep = {"drawer": asset.joint_range[1] * scale + 0.04, "door": 2 * hy}.get(asset.kind, 0.03)
+            occ.rects.append((name, x - hx - sweep, x + hx, y - hy, y + hy))
             out[name] = Placement(object=name, x=x, y=y, yaw=yaw)
             continue
         if yaw is None:
@@ -139,11 +141,13 @@ def _support_xy(base: Placement, asset, scale: float) -> tuple[float, float]:
 
 
 def _near(occ, other: Placement, r_other: float, rad: float, gap: float, rng) -> tuple[float, float]:
-    dist = r_other + rad + gap
-    for angle in rng.permutation(24) * (2 * math.pi / 24):
-        x, y = other.x + dist * math.cos(angle), other.y + dist * math.sin(angle)
-        if _in_region(x, y, rad) and occ.free(x, y, rad, gap=min(CLEARANCE, gap)):
-            return x, y
+    angles = rng.permutation(24) * (2 * math.pi / 24)
+    for extra in (0.0, 0.03, 0.06, 0.1, 0.15):
+        dist = r_other + rad + gap + extra
+        for angle in angles:
+            x, y = other.x + dist * math.cos(angle), other.y + dist * math.sin(angle)
+            if _in_region(x, y, rad) and occ.free(x, y, rad, gap=min(CLEARANCE, gap)):
+                return x, y
     raise LayoutError(
         f"no free spot {gap:.2f} m from {other.object}; reduce gap or move {other.object} towards the centre"
     )

@@ -265,8 +265,12 @@ def _axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
 
 
 def subgoals(env: CodaEnv) -> list[Atom]:
-    """The positive atoms of the success predicate that need an action, in execution order."""
-    pred = env.spec.task.success
+    """The positive atoms of the env's success predicate that need an action, in execution order."""
+    return order_subgoals(env.spec.task.success)
+
+
+def order_subgoals(pred) -> list[Atom]:
+    """Positive atoms needing an action; articulated goals first, supports before what goes on them."""
     goal_atoms = _positive_atoms(pred)
     moved = {a.args[0] for a in goal_atoms if a.op in ("on", "inside", "stacked", "near", "lifted")}
     ordered: list[Atom] = [a for a in goal_atoms if a.op == "open_fraction"]

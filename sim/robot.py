@@ -20,8 +20,10 @@ FINGER_PAD = (0.012, 0.006, 0.035)
 """finger box half sizes: along x (pad width), y (thickness), z (length)"""
 FINGER_Z = 0.02
 """finger box centre height above the TCP (the pads reach 1.5 cm below the TCP)"""
-GRIP_KP = 400.0
-GRIP_FORCE = 18.0
+FINGER_SQUEEZE = -0.012
+"""finger target when fully closed: past the centre, so even thin handles are squeezed with the full force"""
+GRIP_KP = 1500.0
+GRIP_FORCE = 20.0
 
 
 @dataclass
@@ -36,6 +38,11 @@ class GripperIndex:
     """every geom of the gripper (palm and fingers)"""
     free_qpos: int
     free_dof: int
+
+    @staticmethod
+    def finger_target(command: float) -> float:
+        """Finger position target for a gripper command in [-1 (open), 1 (closed)]."""
+        return FINGER_OPEN + (FINGER_SQUEEZE - FINGER_OPEN) * (command + 1.0) / 2.0
 
 
 class FloatingGripper:
@@ -95,7 +102,7 @@ class FloatingGripper:
                 gainprm=[GRIP_KP] + [0] * 9,
                 biasprm=[0, -GRIP_KP, 0] + [0] * 7,
                 biastype=mujoco.mjtBias.mjBIAS_AFFINE,
-                ctrlrange=[0.0, FINGER_OPEN],
+                ctrlrange=[FINGER_SQUEEZE, FINGER_OPEN],
                 ctrllimited=1,
                 forcerange=[-GRIP_FORCE, GRIP_FORCE],
                 forcelimited=1,

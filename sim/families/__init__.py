@@ -16,6 +16,17 @@ def get_family(name: str) -> ModuleType:
         raise ValueError(f"unknown task family {name!r}; valid families: {', '.join(FAMILIES)}") from None
 
 
-def sample_spec(family: str, seed: int, split=None):
-    """The seed scene of `family` for `seed` (deterministic), as a SceneSpec."""
-    return get_family(family).sample(seed, split).spec()
+def sample_spec(family: str, seed: int, split=None, max_attempts: int = 8):
+    """The seed scene of `family` for `seed` (deterministic), as a SceneSpec.
+
+    A draw whose objects do not fit on the table is redrawn (attempt 1, 2, ...), deterministically.
+    """
+    from sim.layout import LayoutError
+
+    fam = get_family(family)
+    for attempt in range(max_attempts):
+        try:
+            return fam.sample(seed, split, attempt).spec()
+        except LayoutError:
+            continue
+    raise LayoutError(f"no valid {family} layout for seed {seed} after {max_attempts} attempts")

@@ -12,7 +12,7 @@ initial opening, 0–2 distractors, the object to store.
 
 from __future__ import annotations
 
-from sim.families.base import Template, add_distractors, category, choose, instance, label, seed_layout, templates_for
+from sim.families.base import Template, new_scene, add_distractors, category, choose, instance, label, seed_layout, templates_for
 from sim.predicates import grasped, inside, open_fraction
 from sim.scene import Scene, SceneSplit, place
 
@@ -57,9 +57,9 @@ def _small(asset) -> bool:
     return max(asset.half_extent[:2]) <= 0.045 and asset.half_extent[2] <= 0.06
 
 
-def sample(seed: int, split: SceneSplit | None = None) -> Scene:
+def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scene:
     split = split or SceneSplit()
-    scene = Scene(family=NAME, seed=seed, split=split)
+    scene = new_scene(NAME, seed, split, attempt)
     rng = scene.rng
     store = split.tasks == "train" and rng.random() < 0.3
     kind = "drawer" if store else choose(rng, ["drawer", "door", "lid", "sliding"])

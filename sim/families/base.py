@@ -31,6 +31,14 @@ class Template:
         scene.set_task(instruction, success=success, template=self.id, initial_state=initial)
 
 
+def new_scene(family: str, seed: int, split: SceneSplit, attempt: int = 0) -> Scene:
+    """A Scene whose rng depends on (seed, attempt): retries after an impossible layout stay deterministic."""
+    scene = Scene(family=family, seed=seed, split=split)
+    if attempt:
+        scene.rng = np.random.default_rng([seed, attempt])
+    return scene
+
+
 def label(obj: ObjectHandle) -> str:
     """How an instruction names an object: its category in words."""
     return obj.category.replace("_", " ")

@@ -12,7 +12,7 @@ held-out task templates use `near`, `upright` and `lifted` compositions.
 
 from __future__ import annotations
 
-from sim.families.base import Template, add_distractors, category, choose, instance, label, seed_layout, templates_for
+from sim.families.base import Template, new_scene, add_distractors, category, choose, instance, label, seed_layout, templates_for
 from sim.predicates import grasped, inside, lifted, near, on, upright
 from sim.scene import Scene, SceneSplit, place
 
@@ -53,12 +53,16 @@ TEMPLATES = {
 }
 
 
-def sample(seed: int, split: SceneSplit | None = None) -> Scene:
+def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scene:
     split = split or SceneSplit()
-    scene = Scene(family=NAME, seed=seed, split=split)
+    scene = new_scene(NAME, seed, split, attempt)
     rng = scene.rng
     container = bool(rng.random() < 0.6)
-    r_cat = category(rng, split, container=True) if container else category(rng, split, surface=True, graspable=False)
+    r_cat = (
+        category(rng, split, container=True, articulated=False)
+        if container
+        else category(rng, split, surface=True, graspable=False, articulated=False)
+    )
     t_cat = category(rng, split, graspable=True, exclude=(r_cat,))
     t = scene.add_object(instance(rng, t_cat, split), role="target")
     r = scene.add_object(instance(rng, r_cat, split), role="receptacle")

@@ -16,7 +16,7 @@ from functools import reduce
 from operator import and_
 
 from sim import assets
-from sim.families.base import Template, add_distractors, category, choose, instance, label, seed_layout, templates_for
+from sim.families.base import Template, new_scene, add_distractors, category, choose, instance, label, seed_layout, templates_for
 from sim.predicates import grasped, inside, on
 from sim.scene import Scene, SceneSplit
 
@@ -67,13 +67,17 @@ def _roomy(n: int):
     return accept
 
 
-def sample(seed: int, split: SceneSplit | None = None) -> Scene:
+def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scene:
     split = split or SceneSplit()
-    scene = Scene(family=NAME, seed=seed, split=split)
+    scene = new_scene(NAME, seed, split, attempt)
     rng = scene.rng
     n = 3 if split.tasks == "heldout" else 2
     container = bool(rng.random() < 0.5)
-    r_cat = category(rng, split, container=True) if container else category(rng, split, surface=True, graspable=False)
+    r_cat = (
+        category(rng, split, container=True, articulated=False)
+        if container
+        else category(rng, split, surface=True, graspable=False, articulated=False)
+    )
     objs, used = {}, [r_cat]
     for slot in "abc"[:n]:
         cat = category(rng, split, graspable=True, tag="food", exclude=tuple(used))

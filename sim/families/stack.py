@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from sim.families.base import Template, add_distractors, category, choose, instance, label, seed_layout, templates_for
+from sim.families.base import Template, new_scene, add_distractors, category, choose, instance, label, seed_layout, templates_for
 from sim.predicates import grasped, stacked
 from sim.scene import Scene, SceneSplit
 
@@ -39,9 +39,9 @@ TEMPLATES = {
 }
 
 
-def sample(seed: int, split: SceneSplit | None = None) -> Scene:
+def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scene:
     split = split or SceneSplit()
-    scene = Scene(family=NAME, seed=seed, split=split)
+    scene = new_scene(NAME, seed, split, attempt)
     rng = scene.rng
     tower = split.tasks == "heldout" and rng.random() < 0.5
     names = ("b", "m", "t") if tower else ("b", "t")

@@ -1,0 +1,9 @@
+# Put the mug in the bowl (pick_place). `seed` is supplied by the runner.
+from sim import Scene, grasped, inside, place
+
+scene = Scene(family="pick_place", seed=seed)
+mug = scene.add_object("mug", role="target")
+bowl = scene.add_object("bowl", role="receptacle")
+scene.set_task("put the mug in the bowl", success=inside(mug, bowl) & ~grasped(mug))
+scene.set_layout(place(mug, on="table", xy=(0.45, -0.10)), place(bowl, on="table", near=mug, gap=0.08))
+scene.set_attributes(mug, mass=0.25, friction=0.9, rgba="red")

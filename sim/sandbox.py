@@ -1,0 +1,379 @@
+"""Sandboxed execution of untrusted Python: scene programs and reward-potential programs.
+
+Layers, outermost first:
+
+1. :func:`check_source` in the caller's process (rules in :mod:`sim.sandbox_policy`): size,
+   UTF-8, syntax, and an AST allow-list (imports of ``sim``, ``math`` and ``numpy`` only; no
+   ``eval``/``exec``/``open``/``getattr``...; no double-underscore or private attributes; no
+   numpy/MuJoCo file helpers). Nothing starts when it fails.
+2. A warm :class:`SandboxPool` of zygote processes (:mod:`sim.sandbox_worker`) that imported numpy,
+   MuJoCo and the SDK once and fork one child per run, with a wall-clock timeout.
+3. Inside the child (:mod:`sim.sandbox_child`): rlimits (address space, CPU, file size 0, open
+   files, processes, no core), a fresh scratch directory, closed descriptors, an audit hook that
+   refuses file writes, reads outside the library directories, processes and sockets, restricted
+   builtins with a guarded ``__import__`` and read-only module proxies.
+
+After the program ran, a trusted *finalizer* (``"module:function"``, called as
+``finalizer(namespace, inputs)``) turns its namespace into a JSON-able value, e.g.
+:func:`collect_result`. Every failure comes back as ``SandboxResult(ok=False, error=...)``::
+
+    result = run_untrusted("result = 2 * seed", finalizer="sim.sandbox:collect_result",
+                           inputs={"globals": {"seed": 3}})
+    assert result.ok and result.value == 6
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import os
+import queue
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from sim.sandbox_policy import find_problems
+from sim.sandbox_worker import write_message
+
+DEFAULT_ALLOWED: tuple[str, ...] = ("sim", "math", "numpy")
+# Imported once per zygote; "module:function" entries are also called, to fill lazy caches (the
+# asset pool takes ~0.9 s to build and would otherwise be rebuilt in every forked child).
+DEFAULT_PRELOAD: tuple[str, ...] = ("numpy", "numpy.random", "mujoco", "sim", "sim.assets:categories")
+DEFAULT_FINALIZER = "sim.sandbox:collect_result"
+ErrorKind = Literal["encoding", "too_large", "syntax", "forbidden", "timeout", "memory", "recursion",
+                    "runtime", "output", "crash"]
+
+_ROOT = str(Path(__file__).resolve().parent.parent)
+_READY_TIMEOUT_S = 120.0  # first start of a zygote imports numpy, MuJoCo and the SDK
+_GRACE_S = 15.0  # how long past the program's own timeout a zygote may take to answer
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits for one sandboxed run."""
+
+    timeout_s: float = 10.0
+    """Wall-clock seconds from fork to result; the child is killed with SIGKILL after that."""
+    cpu_s: int = 10
+    """CPU seconds (RLIMIT_CPU); SIGXCPU at this value, SIGKILL one second later."""
+    memory_mb: int = 1024
+    """Address space of the child in MB (RLIMIT_AS), including the ~160 MB that the zygote's
+    preloaded Python, numpy, MuJoCo and SDK (with its asset pool) already map; must exceed that
+    baseline by at least 64 MB (see ``SandboxPool.worker_info()["baseline_mb"]``)."""
+    max_source_bytes: int = 200_000
+    """Largest accepted program, in UTF-8 bytes."""
+    max_output_bytes: int = 5_000_000
+    """Largest accepted JSON result of the finalizer, in bytes."""
+    max_procs: int = 0
+    """RLIMIT_NPROC of the child. It does not bind for root, so forks are also blocked by the
+    audit hook and by replacing os.fork & co. in the child."""
+    max_file_bytes: int = 0
+    """RLIMIT_FSIZE of the child: 0 means no byte can be written to any file."""
+    max_open_files: int = 32
+    """RLIMIT_NOFILE of the child (lazy library imports still need a few descriptors)."""
+
+    def __post_init__(self) -> None:
+        t = self.timeout_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 < t <= 3600:
+            raise ValueError(f"SandboxLimits.timeout_s must be a number of seconds in (0, 3600], got {t!r}")
+        for name, low, high in (("cpu_s", 1, 3600), ("memory_mb", 128, 1 << 20),
+                                ("max_source_bytes", 1, 1 << 30), ("max_output_bytes", 1, 1 << 30),
+                                ("max_procs", 0, 1 << 16), ("max_file_bytes", 0, 1 << 40),
+                                ("max_open_files", 8, 1 << 16)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"SandboxLimits.{name} must be an integer in [{low}, {high}], got {value!r}")
+
+
+class SandboxError(BaseModel):
+    """Why a sandboxed program failed, worded for the person or LLM who has to fix it."""
+
+    kind: ErrorKind
+    message: str
+    lineno: int | None = None
+    detail: str | None = None
+
+
+class SandboxResult(BaseModel):
+    """Outcome of one sandboxed run; ``value`` is the finalizer's JSON-able return value."""
+
+    ok: bool
+    value: Any = None
+    error: SandboxError | None = None
+    seconds: float = 0.0
+
+
+def collect_result(namespace: dict, inputs: dict) -> Any:
+    """Generic trusted finalizer: the program's global ``result``, which must be JSON-able."""
+    if "result" not in namespace:
+        raise ValueError("program did not define `result`")
+    value = namespace["result"]
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"`result` is not JSON-serializable ({exc}); use numbers, strings, "
+                         "lists and dicts (convert numpy values with float() or .tolist())") from None
+    return value
+
+
+def check_source(source: str | bytes, allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED, *,
+                 max_source_bytes: int = SandboxLimits.max_source_bytes) -> list[SandboxError]:
+    """Problems found without running ``source`` (see :mod:`sim.sandbox_policy`); empty means runnable."""
+    return [SandboxError(**p) for p in find_problems(source, tuple(allowed_imports), max_source_bytes)]
+
+
+# --- warm pool of zygotes ---------------------------------------------------------------------
+
+class _ZygoteGone(Exception):
+    """The zygote died (broken pipe or end of stream); the request may be retried."""
+
+
+class _Zygote:
+    """One ``python -m sim.sandbox_worker`` process and its pipes."""
+
+    def __init__(self, preload: tuple[str, ...]) -> None:
+        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "MUJOCO_GL", "PYOPENGL_PLATFORM")
+        env = {k: v for k, v in os.environ.items() if k in keep}  # no API keys in the sandbox
+        env.update(PYTHONPATH=os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p),
+                   PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
+                   OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        self.stderr = tempfile.TemporaryFile()  # read back only to explain a dead zygote
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sim.sandbox_worker", *preload], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.stderr, cwd=_ROOT, env=env,
+            start_new_session=True, close_fds=True)
+        self.info: dict | None = None
+
+    def last_words(self) -> str:
+        """The tail of the zygote's stderr (e.g. the traceback of a failed start)."""
+        try:
+            self.stderr.seek(0, os.SEEK_END)
+            self.stderr.seek(max(self.stderr.tell() - 600, 0))
+            return self.stderr.read().decode(errors="replace").strip()
+        except (OSError, ValueError):
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def ready(self) -> dict:
+        if self.info is None:
+            self.info = self._read(time.monotonic() + _READY_TIMEOUT_S)
+        return self.info
+
+    def request(self, message: dict, timeout_s: float) -> dict:
+        self.ready()
+        try:
+            write_message(self.proc.stdin.fileno(), message)
+        except OSError as exc:
+            raise _ZygoteGone(str(exc)) from None
+        return self._read(time.monotonic() + timeout_s)
+
+    def _read(self, deadline: float) -> dict:
+        fd = self.proc.stdout.fileno()
+        size = int.from_bytes(self._read_exact(fd, 8, deadline), "big")
+        return json.loads(self._read_exact(fd, size, deadline))
+
+    @staticmethod
+    def _read_exact(fd: int, size: int, deadline: float) -> bytes:
+        chunks, got = [], 0
+        while got < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise TimeoutError("sandbox worker stopped answering")
+            chunk = os.read(fd, min(size - got, 1 << 20))
+            if not chunk:
+                raise _ZygoteGone("sandbox worker exited")
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        """End of input stops an idle zygote; one still importing is simply killed."""
+        if self.info is None:
+            self.proc.kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr.close()
+
+
+class SandboxPool:
+    """Thread-safe pool of warm zygotes; each :meth:`run` takes one, forks a child, gives it back."""
+
+    def __init__(self, size: int = 1, limits: SandboxLimits | None = None,
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"SandboxPool.size must be a positive integer, got {size!r}")
+        self.size, self.limits, self.preload = size, limits or SandboxLimits(), tuple(preload)
+        self._owner = os.getpid()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._idle: queue.SimpleQueue[_Zygote] = queue.SimpleQueue()
+        for _ in range(size):
+            self._idle.put(_Zygote(self.preload))
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def worker_info(self) -> dict:
+        """Readiness report of one zygote: pid, baseline_mb, threads, preload_errors."""
+        zygote = self._acquire()
+        try:
+            return dict(zygote.ready())
+        finally:
+            self._release(zygote)
+
+    def run(self, source: str | bytes, *, finalizer: str = DEFAULT_FINALIZER, inputs: dict | None = None,
+            limits: SandboxLimits | None = None,
+            allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED) -> SandboxResult:
+        """Check and run ``source``; never raises for a failure of the program or the sandbox."""
+        start = time.perf_counter()
+        try:
+            response = self._run(source, finalizer, {} if inputs is None else inputs,
+                                 limits or self.limits, tuple(allowed_imports))
+        except Exception as exc:
+            response = _failure("crash", f"sandbox failure: {type(exc).__name__}: {exc}")
+        return _to_result(response, time.perf_counter() - start)
+
+    def _run(self, source, finalizer, inputs, limits, allowed) -> dict:
+        errors = check_source(source, allowed, max_source_bytes=limits.max_source_bytes)
+        if errors:
+            detail = "\n".join(e.message for e in errors) if len(errors) > 1 else errors[0].detail
+            return {"ok": False, "error": errors[0].model_copy(update={"detail": detail}).model_dump()}
+        problem = _inputs_problem(inputs)
+        if problem:
+            return _failure("crash", problem)
+        text = source.decode("utf-8-sig") if isinstance(source, bytes) else source
+        request = {"source": text, "finalizer": finalizer, "inputs": inputs,
+                   "limits": asdict(limits), "allowed_imports": list(allowed)}
+        return self._dispatch(request, limits.timeout_s + _GRACE_S)
+
+    def _dispatch(self, request: dict, timeout_s: float) -> dict:
+        if os.getpid() != self._owner:
+            raise RuntimeError("this SandboxPool was created in another process; make a new one")
+        zygote = self._acquire()
+        last_words = ""
+        try:
+            for _ in range(2):  # programs are deterministic and side-effect free: one retry is safe
+                if not zygote.alive():
+                    zygote = self._replace(zygote)
+                try:
+                    return zygote.request(request, timeout_s)
+                except _ZygoteGone:
+                    last_words = zygote.last_words()
+                    zygote = self._replace(zygote)
+                except TimeoutError:
+                    zygote = self._replace(zygote)
+                    return _failure("crash", f"sandbox worker did not answer within {timeout_s:.0f} s")
+            return _failure("crash", "sandbox worker died twice while running the program"
+                            + (f"; its last output: {last_words}" if last_words else ""))
+        finally:
+            self._release(zygote)
+
+    def _acquire(self) -> _Zygote:
+        while True:
+            if self._closed:
+                raise RuntimeError("SandboxPool is closed")
+            try:
+                return self._idle.get(timeout=0.5)
+            except queue.Empty:
+                continue
+
+    def _release(self, zygote: _Zygote) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.put(zygote)
+                return
+        zygote.close()
+
+    def _replace(self, zygote: _Zygote) -> _Zygote:
+        zygote.close()
+        return _Zygote(self.preload)
+
+    def close(self) -> None:
+        """Stop all idle zygotes now; busy ones stop when their run ends."""
+        with self._lock:
+            self._closed = True
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
+
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def _failure(kind: str, message: str) -> dict:
+    return {"ok": False, "error": {"kind": kind, "message": message, "lineno": None, "detail": None}}
+
+
+def _inputs_problem(inputs: Any) -> str | None:
+    if not isinstance(inputs, dict):
+        return f"sandbox inputs must be a dict, not {type(inputs).__name__}"
+    extra = inputs.get("globals") or {}
+    if not isinstance(extra, dict) or not all(
+            isinstance(k, str) and k.isidentifier() and not k.startswith("_") for k in extra):
+        return "sandbox inputs['globals'] must be a dict of public identifiers"
+    try:
+        json.dumps(inputs, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return f"sandbox inputs are not JSON-serializable: {exc}"
+    return None
+
+
+def _to_result(response: dict, seconds: float) -> SandboxResult:
+    try:
+        if response.get("ok"):
+            return SandboxResult(ok=True, value=response.get("value"), seconds=seconds)
+        error = SandboxError.model_validate(response.get("error") or {})
+    except Exception as exc:
+        error = SandboxError(kind="crash", message=f"malformed sandbox response: {exc}")
+    return SandboxResult(ok=False, error=error, seconds=seconds)
+
+
+_default_pool: SandboxPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> SandboxPool:
+    """The shared pool of this process (one zygote), created on first use and closed at exit."""
+    global _default_pool
+    with _default_lock:
+        pool = _default_pool
+        if pool is None or pool.closed or pool._owner != os.getpid():
+            pool = _default_pool = SandboxPool()
+            atexit.register(pool.close)
+        return pool
+
+
+def run_untrusted(source: str | bytes, *, finalizer: str = DEFAULT_FINALIZER, inputs: dict | None = None,
+                  limits: SandboxLimits | None = None, allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED,
+                  pool: SandboxPool | None = None) -> SandboxResult:
+    """Run an untrusted program and its trusted finalizer; every failure is a ``SandboxResult``."""
+    try:
+        pool = pool or default_pool()
+    except Exception as exc:
+        return SandboxResult(ok=False, error=SandboxError(kind="crash", message=f"sandbox failure: {exc}"))
+    return pool.run(source, finalizer=finalizer, inputs=inputs, limits=limits, allowed_imports=allowed_imports)

@@ -1,0 +1,46 @@
+"""Evaluation sets: in-distribution and the four held-out OOD suites per family, fixed by seed.
+
+Seeds are drawn from disjoint ranges, so no evaluation scene is ever a training scene:
+training uses seeds below `EVAL_SEED_BASE`; suite `s` of family `f` uses
+`EVAL_SEED_BASE + 100_000 * (suite index + 1) + i`.
+"""
+
+from __future__ import annotations
+
+from sim.constants import OOD_SUITES
+from sim.families import sample_spec
+from sim.scene import SceneSplit
+from sim.spec import SceneSpec
+
+EVAL_SEED_BASE = 1_000_000
+SUITES = ("in", *OOD_SUITES)
+SPLITS = {
+    "in": SceneSplit(),
+    "instances": SceneSplit(instances="heldout"),
+    "layouts": SceneSplit(layouts="heldout"),
+    "tasks": SceneSplit(tasks="heldout"),
+    "categories": SceneSplit(categories="heldout", instances="heldout"),
+}
+PRESET_SIZES = {"quick": 10, "paper": 100}
+
+
+def suite_seed(suite: str, i: int) -> int:
+    return EVAL_SEED_BASE + 100_000 * SUITES.index(suite) + i
+
+
+def suite_specs(family: str, suite: str, n: int = 10, max_tries: int = 5) -> list[SceneSpec]:
+    """The first `n` scenes of a suite (deterministic). Seeds whose scene cannot be built are skipped."""
+    if suite not in SPLITS:
+        raise ValueError(f"unknown suite {suite!r}; valid suites: {', '.join(SUITES)}")
+    out, i = [], 0
+    while len(out) < n and i < n * max_tries:
+        try:
+            out.append(sample_spec(family, suite_seed(suite, i), SPLITS[suite]))
+        except ValueError:
+            pass
+        i += 1
+    return out
+
+
+def train_split() -> SceneSplit:
+    return SPLITS["in"]
