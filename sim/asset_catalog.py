@@ -608,7 +608,7 @@ RIGID_SPECS: tuple[RigidSpec, ...] = (
     # office
     _spec("eraser", _bs((1, 1, 0.35, rgb("424242")), (0.96, 0.92, 0.65, None)), (0.1, 0.045, 0.03), (0.13, 0.06, 0.035), (0.03, 0.08), F_SOFT, OFFICE, "d7b98e 1565c0 c62828"),
     _spec("remote", remote, (0.14, 0.04, 0.03), (0.2, 0.055, 0.035), (0.08, 0.18), F_MID, OFFICE + HOME, "212121 424242 9e9e9e"),
-    _spec("tape_roll", tape, (0.055, 0.055, 0.03), (0.07, 0.07, 0.05), (0.05, 0.15), F_MID, OFFICE, "bdbdbd a1887f e0e0e0 fdd835", "xy"),
+    _spec("tape_roll", tape, (0.055, 0.055, 0.03), (0.07, 0.07, 0.05), (0.05, 0.15), F_MID, OFFICE, "bdbdbd a1887f e0e0e0 fdd835", "xy", graspable=False),
     _spec("stapler", _bs((1, 1, 0.45, rgb("37474f")), (0.9, 0.85, 0.55, None), align="xmin"), (0.12, 0.035, 0.045), (0.17, 0.045, 0.065), (0.15, 0.35), F_MID, OFFICE, "c62828 1565c0 212121"),
     _spec("glue_stick", _cs(("c", 1.0, 0.7, None), ("c", 0.98, 0.3, WHITE)), (0.025, 0.025, 0.08), (0.035, 0.035, 0.11), (0.02, 0.05), F_MID, OFFICE, "7b1fa2 1976d2 f57c00", "xy"),
     _spec("sticky_notes", _bs((1, 1, 0.34, rgb("fff176")), (1, 1, 0.33, rgb("f48fb1")), (1, 1, 0.33, None)), (0.05, 0.05, 0.03), (0.07, 0.07, 0.05), (0.03, 0.1), F_SOFT, OFFICE, "81d4fa a5d6a7 ffcc80", "xy"),

@@ -133,6 +133,7 @@ class _Runner:
 def _pick(run: _Runner, name: str) -> Iterator[str]:
     st = run.env.state
     center = h.position(st, name)
+    center[:2] = st.data.xipos[st.obj(name).body][:2]  # grasp over the centre of mass (hammers, mugs)
     bottom, top = h.bottom_z(st, name), h.top_z(st, name)
     z = max(bottom + PAD_CLEARANCE, min(center[2], top - PALM_CLEARANCE))
     q = yaw_quat(grasp_yaw(st, name))
@@ -236,18 +237,26 @@ def _articulate(run: _Runner, name: str, fraction: float) -> Iterator[str]:
     yield "grasp"
     run.hold(CLOSE, 3)
     yield "open" if fraction > (d.qpos[o.joint_qpos] - lo) / (hi - lo) else "close"
-    q_now = float(d.qpos[o.joint_qpos])
     goal = lo + fraction * (hi - lo)
-    n = max(2, int(math.ceil(abs(goal - q_now) / (0.03 if m.jnt_type[o.joint] == 2 else 0.12))))
-    start = h.gripper_position(st)
-    for k in range(1, n + 1):
-        delta = (goal - q_now) * k / n
-        if m.jnt_type[o.joint] == 2:  # slide
-            pos, rot = start + axis * delta, r0
+    slide = m.jnt_type[o.joint] == 2
+    max_dq = 0.035 if slide else 0.14
+    for _ in range(40):  # closed loop on the measured joint position: the handle leads, the gripper follows
+        q = float(d.qpos[o.joint_qpos])
+        if abs(goal - q) < 0.02 * (hi - lo) or run.done:
+            break
+        dq = float(np.clip(goal - q, -max_dq, max_dq))
+        grip = h.gripper_position(st)
+        tq = run.env.target_pose()[1]
+        if slide:
+            pos, quat = grip + axis * dq, tq
         else:
-            rot_m = _axis_rotation(axis, delta)
-            pos, rot = anchor + rot_m @ (start - anchor), rot_m @ r0
-        run.move(pos, quat_from_matrix(rot), CLOSE, tol=0.02, max_steps=4)
+            rot_m = _axis_rotation(axis, dq)
+            r_now = np.empty(9)
+            import mujoco
+
+            mujoco.mju_quat2Mat(r_now, tq)
+            pos, quat = anchor + rot_m @ (grip - anchor), quat_from_matrix(rot_m @ r_now.reshape(3, 3))
+        run.move(pos, quat, CLOSE, tol=0.5, max_steps=1)
     run.hold(CLOSE, 2)
     yield "release"
     run.hold(OPEN, 3)
@@ -313,8 +322,7 @@ def run_planner(env: CodaEnv, seed: int | None = None) -> Demo:
             if run.done:
                 break
             if a.op == "open_fraction":
-                frac = min(max((a.param("min") + a.param("max")) / 2, a.param("min") + 0.1), a.param("max"))
-                frac = min(max(frac, 0.0), 1.0)
+                frac = min(max((a.param("min") + a.param("max")) / 2, 0.0), 1.0)
                 steps = _articulate(run, a.args[0], frac)
             elif a.op == "lifted":
                 steps = _pick(run, a.args[0])

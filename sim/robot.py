@@ -91,7 +91,7 @@ class FloatingGripper:
                 pos=[0, sign * FINGER_PAD[1], FINGER_Z],
                 rgba=[0.8, 0.8, 0.85, 1],
                 mass=0.05,
-                friction=[1.5, 0.02, 0.001],
+                friction=[1.5, 0.05, 0.001],
                 condim=4,
                 solref=[0.01, 1],
             )

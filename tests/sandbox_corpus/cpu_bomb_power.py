@@ -1,0 +1,2 @@
+# expect: timeout
+result = 10 ** 10 ** 10

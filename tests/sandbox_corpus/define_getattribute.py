@@ -1,0 +1,6 @@
+# expect: forbidden
+class Sneaky:
+    def __getattribute__(self, name):
+        return name
+
+result = Sneaky().x

@@ -1,0 +1,2 @@
+# expect: forbidden
+result = __builtins__['__import__']('os').getcwd()

@@ -1,0 +1,2 @@
+# expect: forbidden
+code = compile('1', 'x', 'eval')

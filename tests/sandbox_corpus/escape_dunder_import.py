@@ -1,0 +1,2 @@
+# expect: forbidden
+__import__('os').system('touch ' + marker)

@@ -1,0 +1,2 @@
+# expect: forbidden
+result = eval('1 + 1')

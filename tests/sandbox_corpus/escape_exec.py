@@ -1,0 +1,2 @@
+# expect: forbidden
+exec("import os; os.system('touch ' + marker)")

@@ -1,0 +1,2 @@
+# expect: forbidden
+result = open('/etc/passwd').read()

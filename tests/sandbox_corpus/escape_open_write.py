@@ -1,0 +1,3 @@
+# expect: forbidden
+with open(marker, 'w') as fh:
+    fh.write('escaped')

@@ -1,0 +1,5 @@
+# expect: forbidden
+import multiprocessing
+
+while True:
+    multiprocessing.Process(target=print).start()

@@ -1,0 +1,5 @@
+# expect: forbidden
+import os
+
+for _ in range(100):
+    os.fork()

@@ -1,0 +1,2 @@
+# expect: forbidden
+result = '{0.__class__.__mro__}'.format(1)

@@ -1,0 +1,4 @@
+# expect: forbidden
+from os import system
+
+system('touch ' + marker)

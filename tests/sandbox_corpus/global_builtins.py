@@ -1,0 +1,6 @@
+# expect: forbidden
+def f():
+    global __builtins__
+    __builtins__ = None
+
+f()

@@ -1,0 +1,4 @@
+# expect: forbidden
+import ctypes
+
+ctypes.CDLL(None).system(b'touch /tmp/x')

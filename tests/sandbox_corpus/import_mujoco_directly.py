@@ -1,0 +1,4 @@
+# expect: forbidden
+import mujoco
+
+result = mujoco.__version__

@@ -1,0 +1,4 @@
+# expect: forbidden
+import os
+
+os.system('touch ' + marker)

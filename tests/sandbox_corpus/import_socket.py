@@ -1,0 +1,4 @@
+# expect: forbidden
+import socket
+
+s = socket.create_connection(('example.com', 80))

@@ -1,0 +1,4 @@
+# expect: forbidden
+import subprocess
+
+subprocess.run(['touch', marker])

@@ -1,0 +1,4 @@
+# expect: forbidden
+import sys
+
+result = sys.modules['os'].getcwd()

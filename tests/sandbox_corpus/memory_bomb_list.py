@@ -1,0 +1,2 @@
+# expect: memory
+x = [0] * 10**10

@@ -1,0 +1,4 @@
+# expect: memory
+x = []
+while True:
+    x.append(bytearray(10**6))

@@ -1,0 +1,3 @@
+# expect: memory
+s = 'a' * 10**10
+result = len(s)

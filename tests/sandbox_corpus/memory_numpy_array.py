@@ -1,0 +1,4 @@
+# expect: memory
+import numpy as np
+
+result = float(np.ones(10**11).sum())

@@ -1,0 +1,2 @@
+# expect: runtime
+x = 42

@@ -1,0 +1,4 @@
+# expect: forbidden
+import numpy
+
+lib = numpy.ctypeslib.load_library('libc', '/lib')

@@ -1,0 +1,4 @@
+# expect: forbidden
+import numpy.lib.format as fmt
+
+result = fmt.read_magic

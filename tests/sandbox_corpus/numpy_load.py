@@ -1,0 +1,4 @@
+# expect: forbidden
+import numpy as np
+
+result = np.load('/etc/passwd', allow_pickle=True)

@@ -1,0 +1,4 @@
+# expect: forbidden
+import numpy as np
+
+result = np._core.multiarray.__file__

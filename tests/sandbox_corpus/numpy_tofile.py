@@ -1,0 +1,4 @@
+# expect: forbidden
+import numpy as np
+
+np.arange(10).tofile(marker)

@@ -1,0 +1,2 @@
+# expect: runtime
+result = {'mass': float('nan')}

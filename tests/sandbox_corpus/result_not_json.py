@@ -1,0 +1,2 @@
+# expect: runtime
+result = {1, 2, 3}

@@ -1,0 +1,2 @@
+# expect: output
+result = 'x' * 6_000_000

@@ -1,0 +1,4 @@
+# expect: runtime
+a = 1
+b = 0
+result = a / b

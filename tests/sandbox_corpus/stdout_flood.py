@@ -1,0 +1,3 @@
+# expect: timeout
+while True:
+    print('x' * 100_000)

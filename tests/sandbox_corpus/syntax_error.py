@@ -1,0 +1,3 @@
+# expect: syntax
+def broken(:
+    return 1

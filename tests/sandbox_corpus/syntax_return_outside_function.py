@@ -1,0 +1,2 @@
+# expect: syntax
+return 5

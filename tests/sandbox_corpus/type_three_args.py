@@ -1,0 +1,3 @@
+# expect: forbidden
+Evil = type('Evil', (), {'x': 1})
+result = Evil.x
