@@ -23,8 +23,8 @@ OPEN, CLOSE = -1.0, 1.0
 TRANSPORT_Z = 0.22
 PAD_CLEARANCE = 0.018
 """lowest TCP height above an object's bottom when grasping (keeps the pads off the table)"""
-PALM_CLEARANCE = 0.045
-"""the TCP stays at least this far below an object's top, so the palm does not hit it"""
+PALM_CLEARANCE = 0.048
+"""the TCP stays at most this far below an object's top, so the palm (5.5 cm above the TCP) clears it"""
 
 
 @dataclass
@@ -135,7 +135,7 @@ def _pick(run: _Runner, name: str) -> Iterator[str]:
     center = h.position(st, name)
     center[:2] = st.data.xipos[st.obj(name).body][:2]  # grasp over the centre of mass (hammers, mugs)
     bottom, top = h.bottom_z(st, name), h.top_z(st, name)
-    z = max(bottom + PAD_CLEARANCE, min(center[2], top - PALM_CLEARANCE))
+    z = max(bottom + PAD_CLEARANCE, top - PALM_CLEARANCE, min(center[2], top - 0.02))
     q = yaw_quat(grasp_yaw(st, name))
     yield "approach"
     run.move([center[0], center[1], max(top + 0.05, z + 0.08)], q, OPEN, tol=0.03)
@@ -143,6 +143,7 @@ def _pick(run: _Runner, name: str) -> Iterator[str]:
     yield "grasp"
     run.hold(CLOSE, 3)
     yield "lift"
+    run.move([center[0], center[1], z + 0.02], q, CLOSE, tol=0.01, max_steps=3)  # gentle start
     tz = max(TRANSPORT_Z, z + 0.12)
     run.move([center[0], center[1], tz], q, CLOSE, tol=0.04)
 

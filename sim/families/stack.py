@@ -17,6 +17,10 @@ from sim.scene import Scene, SceneSplit
 NAME = "stack"
 
 
+FLAT_TOPPED_EXCLUDE = ("pyramid_block",)
+"""block-tagged categories that cannot carry another block"""
+
+
 def _blockish(asset) -> bool:
     hx, hy, hz = asset.half_extent
     return min(hx, hy) >= 0.018 and hz <= 0.04
@@ -47,7 +51,7 @@ def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scen
     names = ("b", "m", "t") if tower else ("b", "t")
     objs, used = {}, []
     for slot in names:
-        cat = category(rng, split, tag="block", exclude=tuple(used))
+        cat = category(rng, split, tag="block", exclude=(*used, *FLAT_TOPPED_EXCLUDE))
         used.append(cat)
         role = "support" if slot == "b" else "target"
         objs[slot] = scene.add_object(instance(rng, cat, split, accept=_blockish), role=role)
