@@ -81,7 +81,7 @@ def _attributes(spec: SceneSpec, rng) -> AttributeSpec:
     places = {p.object: p for p in spec.layout.placements}
     for a in spec.attributes.objects:
         current = assets.get_asset(a.asset)
-        pool = [x for x in assets.assets_in(current.category, split=current.split) if x.id != a.id] or [current]
+        pool = [x for x in assets.assets_in(current.category, split=current.split) if x.id != a.asset] or [current]
         if not isinstance(current, ArticulatedAsset) and places[a.object].support == "table":
             room = _room(spec, a.object, places)
             fits = [x for x in pool if layout.footprint_radius(x, a.scale) <= room]

@@ -64,8 +64,7 @@ def verify_program(source: str | bytes, seed: int = 0, *, planner: bool = False,
     )
     if not result.ok:
         err = result.error
-        where = f" (line {err.lineno})" if err.lineno else ""
-        check = CheckResult(name="executes", passed=False, message=f"{err.kind}{where}: {err.message}")
+        check = CheckResult(name="executes", passed=False, message=f"{err.kind}: {err.message}")
         return VerifyReport(passed=False, checks=[check], seconds=time.perf_counter() - t0)
     report = verify_spec(result.value, planner=planner)
     report.checks.insert(0, CheckResult(name="executes", passed=True))

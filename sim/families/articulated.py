@@ -70,7 +70,10 @@ def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scen
         objs["t"] = scene.add_object(instance(rng, cat, split, accept=_small), role="target")
     candidates = [t for t in templates_for(TEMPLATES, split, objs) if ("t" in t.slots) == store]
     template = choose(rng, candidates)
-    add_distractors(scene, rng, split, int(rng.integers(0, 3)), exclude=(kind,))
+    n_distractors = int(rng.integers(0, 3))
+    if split.categories == "heldout":  # the fixture kinds are shared, so unseen categories come as loose objects
+        n_distractors = max(n_distractors, 1)
+    add_distractors(scene, rng, split, n_distractors, exclude=(kind,))
     template.apply(scene, objs)
     scene.set_layout(place(f), seed_layout=seed_layout(rng, split))
     return scene
