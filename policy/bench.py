@@ -1,0 +1,154 @@
+"""Policy speed: BC / AWR / critic updates per second and batched vs unbatched chunk inference.
+
+Run as `coda bench policy --json`. Data are synthetic observations with the env's layout, so the figures
+measure the networks, not the simulator. Devices: cpu, plus cuda when present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+
+import numpy as np
+import torch
+
+from sim.constants import (
+    ACTION_DIM,
+    CHUNK,
+    MAX_DPOS,
+    MAX_OBJECTS,
+    OBJ_DIM,
+    OBS_INSTRUCTION,
+    OBS_OBJECT_CATEGORY,
+    OBS_OBJECT_MASK,
+    OBS_OBJECTS,
+    OBS_PROPRIO,
+    PROPRIO_DIM,
+)
+
+from .awr import bc_update, critic_update, policy_update, select_chunk
+from .checkpoint import build_train_state
+from .config import BACKBONES, PolicyConfig, TrainConfig
+from .data import ACTION, DONE, IS_DEMO, N_STEPS, NEXT, PHI_NEXT, PHI_S, REWARD, collate_obs, to_device
+from .text import get_embedder
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = ("put the mug in the bowl", "stack the red block on the blue block", "open the drawer")
+
+
+def synthetic_observations(n: int, rng: np.random.Generator) -> list[dict]:
+    """n observation dicts with the env's layout (random features, 1..MAX_OBJECTS real objects)."""
+    out = []
+    for _ in range(n):
+        k = int(rng.integers(1, MAX_OBJECTS + 1))
+        mask = np.arange(MAX_OBJECTS) < k
+        out.append({
+            OBS_OBJECTS: (rng.standard_normal((MAX_OBJECTS, OBJ_DIM)) * mask[:, None]).astype(np.float32),
+            OBS_OBJECT_MASK: mask,
+            OBS_OBJECT_CATEGORY: np.where(mask, rng.integers(0, 60, MAX_OBJECTS), -1).astype(np.int64),
+            OBS_PROPRIO: rng.standard_normal(PROPRIO_DIM).astype(np.float32),
+            OBS_INSTRUCTION: INSTRUCTIONS[int(rng.integers(len(INSTRUCTIONS)))],
+        })
+    return out
+
+
+def synthetic_transitions(n: int, rng: np.random.Generator, embedder=None,
+                          device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
+    """A transition batch of n random chunks (within limits) with next observations and potentials."""
+    embedder = embedder or get_embedder("hash")
+    batch = collate_obs(synthetic_observations(n, rng), embedder, device)
+    nxt = collate_obs(synthetic_observations(n, rng), embedder, device)
+    batch.update({NEXT + k: v for k, v in nxt.items() if k != "instruction_emb"})
+    arrays = {
+        ACTION: rng.uniform(-MAX_DPOS, MAX_DPOS, (n, CHUNK, ACTION_DIM)).astype(np.float32),
+        REWARD: (rng.random(n) < 0.1).astype(np.float32),
+        DONE: rng.random(n) < 0.1,
+        PHI_S: rng.random(n).astype(np.float32),
+        PHI_NEXT: rng.random(n).astype(np.float32),
+        N_STEPS: np.full(n, CHUNK, dtype=np.int64),
+        IS_DEMO: np.zeros(n, dtype=bool),
+    }
+    batch.update({k: torch.as_tensor(v, device=device) for k, v in arrays.items()})
+    return batch
+
+
+def _rate(fn, seconds: float, device: torch.device, warmup: int = 3) -> float:
+    """Calls of fn per second over at least `seconds` (after warmup)."""
+    for _ in range(warmup):
+        fn()
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    sync()
+    calls, start = 0, time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        sync()
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return calls / elapsed
+
+
+def bench_updates(cfg: PolicyConfig, device: torch.device, batch_size: int, seconds: float) -> dict[str, float]:
+    state = build_train_state(cfg, TrainConfig(batch_size=batch_size), device=device)
+    rng = np.random.default_rng(0)
+    batch = to_device(synthetic_transitions(batch_size, rng), device)
+    demos = to_device(synthetic_transitions(batch_size, rng), device)
+    tc = state.train_config
+    rates = {
+        "bc_updates_per_s": _rate(lambda: bc_update(state.policy, state.policy_optimizer, demos, tc), seconds, device),
+        "awr_updates_per_s": _rate(lambda: policy_update(state.policy, state.policy_optimizer, batch, state.critic, tc,
+                                                         demos), seconds, device),
+        "critic_updates_per_s": _rate(lambda: critic_update(state.critic, state.critic_target, state.policy,
+                                                            state.critic_optimizer, batch, tc), seconds, device),
+    }
+    return {**rates, "bc_samples_per_s": rates["bc_updates_per_s"] * batch_size}
+
+
+def bench_inference(cfg: PolicyConfig, device: torch.device, n_envs: int, j: int, seconds: float) -> dict[str, float]:
+    """Chunks/s for n_envs observations: one batched select_chunk vs n_envs calls with B = 1 (incl. collate)."""
+    state = build_train_state(cfg, TrainConfig(), device=device)
+    policy, critic = state.policy.eval(), state.critic.eval()
+    embedder = get_embedder("hash")
+    obs = synthetic_observations(n_envs, np.random.default_rng(1))
+
+    def batched():
+        select_chunk(policy, critic, collate_obs(obs, embedder, device), j, cfg.q_temperature)
+
+    def unbatched():
+        for o in obs:
+            select_chunk(policy, critic, collate_obs([o], embedder, device), j, cfg.q_temperature)
+
+    b = _rate(batched, seconds, device) * n_envs
+    u = _rate(unbatched, seconds, device) * n_envs
+    return {"batched_chunks_per_s": b, "unbatched_chunks_per_s": u, "batched_speedup": b / u}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch-size", type=int, default=256, help="transitions per update")
+    parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing window per figure")
+    parser.add_argument("--backbones", default=",".join(BACKBONES), help="comma-separated backbones")
+    parser.add_argument("--devices", default="auto", help="'auto' (cpu, plus cuda if present) or a list, e.g. cpu")
+    parser.add_argument("--envs", type=int, default=16, help="environments per batched inference call")
+    parser.add_argument("--candidates", type=int, default=8, help="chunks sampled per decision (j)")
+    parser.add_argument("--d-model", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=2)
+
+
+def run(args: argparse.Namespace) -> dict:
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else []) if args.devices == "auto" \
+        else [d.strip() for d in args.devices.split(",") if d.strip()]
+    result: dict = {"torch": torch.__version__, "threads": torch.get_num_threads(), "batch_size": args.batch_size,
+                    "d_model": args.d_model, "layers": args.layers, "envs": args.envs, "candidates": args.candidates}
+    if "cuda" in devices:
+        result["gpu"] = torch.cuda.get_device_name(0)
+    for backbone in [b.strip() for b in args.backbones.split(",") if b.strip()]:
+        cfg = PolicyConfig(backbone=backbone, d_model=args.d_model, n_layers=args.layers, n_candidates=args.candidates)
+        for name in devices:
+            device = torch.device(name)
+            figures = {**bench_updates(cfg, device, args.batch_size, args.seconds),
+                       **bench_inference(cfg, device, args.envs, args.candidates, args.seconds)}
+            log.info("%s on %s: %s", backbone, name, figures)
+            result.update({f"{backbone}.{name}.{k}": round(v, 2) for k, v in figures.items()})
+    return result

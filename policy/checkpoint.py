@@ -1,0 +1,174 @@
+"""Training state (policy, critic, target critic, optimizers, configs, RNG) and exact-resume checkpoints.
+
+Training code that draws randomness only from torch's global RNG (policy sampling, dropout) and from
+`TrainState.rng` (replay sampling) resumes bit-for-bit on CPU after `load_checkpoint`.
+A LoRA-wrapped policy is saved with its adapter settings and re-wrapped on load.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .config import PolicyConfig, TrainConfig, resolve_device
+from .modeling import ChunkCritic, ChunkPolicy
+
+FORMAT_VERSION = 1
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy's global RNG and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def make_optimizer(module: nn.Module, lr: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:
+    """AdamW over the trainable parameters (Adam when weight_decay = 0)."""
+    return torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
+
+
+@dataclass
+class TrainState:
+    policy_config: PolicyConfig
+    train_config: TrainConfig
+    policy: nn.Module
+    """ChunkPolicy, or a peft PeftModel around one"""
+    policy_optimizer: torch.optim.Optimizer
+    critic: ChunkCritic | None = None
+    critic_target: ChunkCritic | None = None
+    critic_optimizer: torch.optim.Optimizer | None = None
+    rng: np.random.Generator = field(default_factory=np.random.default_rng)
+    """replay sampling generator (its state is checkpointed)"""
+    step: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    """small JSON-like metadata saved with the checkpoint (e.g. round, family, metrics)"""
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.policy.parameters()).device
+
+    def attach_critic(self) -> None:
+        """Create critic, target critic and critic optimizer (e.g. after SFT, before AWR)."""
+        self.critic = ChunkCritic(self.policy_config).to(self.device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.critic_optimizer = make_optimizer(self.critic, self.train_config.critic_lr, self.train_config.weight_decay)
+
+    def reset_policy_optimizer(self) -> None:
+        """New optimizer over the currently trainable policy parameters (call after wrapping with LoRA)."""
+        self.policy_optimizer = make_optimizer(self.policy, self.train_config.lr, self.train_config.weight_decay)
+
+
+def build_train_state(policy_config: PolicyConfig, train_config: TrainConfig, with_critic: bool = True,
+                      device: str | torch.device | None = None) -> TrainState:
+    """Seed everything from train_config.seed and build fresh networks and optimizers."""
+    seed_everything(train_config.seed)
+    device = torch.device(device) if device is not None else resolve_device(train_config.device)
+    policy = ChunkPolicy(policy_config).to(device)
+    state = TrainState(policy_config, train_config, policy,
+                       make_optimizer(policy, train_config.lr, train_config.weight_decay),
+                       rng=np.random.default_rng(train_config.seed))
+    if with_critic:
+        state.attach_critic()
+    return state
+
+
+def _lora_settings(policy: nn.Module) -> dict | None:
+    from peft import PeftModel
+
+    if not isinstance(policy, PeftModel):
+        return None
+    cfg = policy.peft_config["default"]
+    return {"r": int(cfg.r), "alpha": float(cfg.lora_alpha), "dropout": float(cfg.lora_dropout),
+            "targets": sorted(cfg.target_modules), "train_head": bool(cfg.modules_to_save)}
+
+
+def _rng_state(rng: np.random.Generator) -> dict:
+    out = {"numpy_generator": rng.bit_generator.state, "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        out["cuda"] = torch.cuda.get_rng_state_all()
+    return out
+
+
+def save_checkpoint(path: str | Path, state: TrainState) -> Path:
+    """Write everything needed to resume training exactly into one file (torch.save)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "format": FORMAT_VERSION,
+        "policy_config": state.policy_config.to_dict(),
+        "train_config": state.train_config.to_dict(),
+        "lora": _lora_settings(state.policy),
+        "policy": state.policy.state_dict(),
+        "policy_optimizer": state.policy_optimizer.state_dict(),
+        "critic": state.critic.state_dict() if state.critic is not None else None,
+        "critic_target": state.critic_target.state_dict() if state.critic_target is not None else None,
+        "critic_optimizer": state.critic_optimizer.state_dict() if state.critic_optimizer is not None else None,
+        "step": state.step,
+        "rng": _rng_state(state.rng),
+        "extra": state.extra,
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+    return path
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device | None = None,
+                    restore_rng: bool = True) -> TrainState:
+    """Rebuild the TrainState saved by `save_checkpoint`, on `device` (default: train_config.device).
+
+    restore_rng puts torch's global RNG and the replay generator back where they were at save time.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if payload.get("format") != FORMAT_VERSION:
+        raise ValueError(f"checkpoint {path} has format {payload.get('format')!r}; this code reads {FORMAT_VERSION}")
+    policy_config = PolicyConfig(**payload["policy_config"])
+    train_config = TrainConfig(**payload["train_config"])
+    device = torch.device(device) if device is not None else resolve_device(train_config.device)
+    policy: nn.Module = ChunkPolicy(policy_config)
+    if payload["lora"] is not None:
+        from .lora import add_lora
+
+        lora = payload["lora"]
+        policy = add_lora(policy, lora["r"], lora["alpha"], lora["dropout"], lora["train_head"], tuple(lora["targets"]))
+    policy.load_state_dict(payload["policy"])
+    policy.to(device)
+    state = TrainState(policy_config, train_config, policy,
+                       make_optimizer(policy, train_config.lr, train_config.weight_decay),
+                       step=int(payload["step"]), extra=dict(payload["extra"]))
+    state.policy_optimizer.load_state_dict(payload["policy_optimizer"])
+    if payload["critic"] is not None:
+        state.attach_critic()
+        state.critic.load_state_dict(payload["critic"])
+        state.critic_target.load_state_dict(payload["critic_target"])
+        state.critic_optimizer.load_state_dict(payload["critic_optimizer"])
+    state.rng = np.random.default_rng()
+    if restore_rng:
+        state.rng.bit_generator.state = payload["rng"]["numpy_generator"]
+        torch.set_rng_state(payload["rng"]["torch"])
+        if "cuda" in payload["rng"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(payload["rng"]["cuda"])
+    return state
+
+
+def load_policy(path: str | Path, device: str | torch.device = "cpu", merge_lora: bool = True) -> nn.Module:
+    """Only the policy of a checkpoint, in eval mode (LoRA merged by default), for rollouts and evaluation."""
+    state = load_checkpoint(path, device=device, restore_rng=False)
+    policy = state.policy
+    if merge_lora and _lora_settings(policy) is not None:
+        from .lora import merge
+
+        policy = merge(policy)
+    return policy.eval()
+

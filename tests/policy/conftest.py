@@ -1,0 +1,42 @@
+"""Shared fixtures for the policy tests: small networks, the hash embedder, synthetic observations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from policy.bench import synthetic_observations, synthetic_transitions
+from policy.config import PolicyConfig
+from policy.text import get_embedder
+
+
+@pytest.fixture
+def embedder():
+    return get_embedder("hash")
+
+
+@pytest.fixture
+def small_config():
+    def make(backbone: str = "transformer", **kw) -> PolicyConfig:
+        return PolicyConfig(backbone=backbone, **{"d_model": 32, "n_layers": 2, "n_heads": 4, "ff_mult": 2, **kw})
+
+    return make
+
+
+@pytest.fixture
+def obs_batch(embedder):
+    def make(n: int, seed: int = 0) -> dict[str, torch.Tensor]:
+        from policy.data import collate_obs
+
+        return collate_obs(synthetic_observations(n, np.random.default_rng(seed)), embedder)
+
+    return make
+
+
+@pytest.fixture
+def transitions(embedder):
+    def make(n: int, seed: int = 0) -> dict[str, torch.Tensor]:
+        return synthetic_transitions(n, np.random.default_rng(seed), embedder)
+
+    return make

@@ -1,0 +1,123 @@
+"""AWR weights, TD targets and critic-guided chunk selection: golden numbers on tiny hand-made inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from policy.awr import awr_weights, candidate_weights, select_chunk, soft_update, td_targets
+from policy.data import DONE, INSTRUCTION_EMB, NEXT, PHI_NEXT, PHI_S, REWARD
+from policy.modeling import ChunkCritic, ChunkPolicy
+from sim.constants import ACTION_DIM, CHUNK, MAX_DPOS, MAX_DROT, OBS_OBJECT_MASK, OBS_OBJECTS, OBS_PROPRIO
+
+
+def test_awr_weights_golden():
+    adv = torch.tensor([-1.0, 0.0, 0.5, 2.0])
+    # exp(A / 0.5) = exp([-2, 0, 1, 4]) = [0.135335283, 1, 2.718281828, 54.598 → clipped to 20]
+    w = awr_weights(adv, beta=0.5, clip=20.0)
+    np.testing.assert_allclose(w.numpy(), [0.1353352832, 1.0, 2.7182818285, 20.0], rtol=1e-6)
+    # standardized: mean 0.375, population std sqrt(4.6875 / 4) = 1.0825317547
+    w = awr_weights(adv, beta=1.0, clip=20.0, normalize=True)
+    z = (np.array([-1.0, 0.0, 0.5, 2.0]) - 0.375) / 1.0825317547
+    np.testing.assert_allclose(w.numpy(), np.exp(z), rtol=1e-5)
+    np.testing.assert_allclose(w.numpy(), [0.2806, 0.7070, 1.1224, 4.4908], rtol=1e-3)
+    assert torch.isfinite(awr_weights(torch.tensor([1e6]), 0.1, 20.0)).all()
+    assert awr_weights(torch.tensor([1e6]), 0.1, 20.0).item() == pytest.approx(20.0)
+    with pytest.raises(ValueError, match="beta"):
+        awr_weights(adv, beta=0.0, clip=20.0)
+
+
+class FixedCandidates:
+    """Policy stub: j = 3 candidates per observation with dpos_x = 0, 0.02, 0.04."""
+
+    values = torch.tensor([0.0, 0.02, 0.04])
+
+    def sample(self, batch, n, generator=None):
+        b = batch[OBS_PROPRIO].shape[0]
+        chunks = torch.zeros(b, n, CHUNK, ACTION_DIM)
+        chunks[..., 0] = self.values[:n].view(1, n, 1)
+        return chunks
+
+
+class TinyCritic(torch.nn.Module):
+    """Q = 25 * mean_t dpos_x (two identical heads): candidates score 0, 0.5, 1."""
+
+    def forward(self, batch, chunks):
+        q = 25.0 * chunks[..., 0].mean(-1)
+        return torch.stack([q, q], dim=-1)
+
+    def q(self, batch, chunks, reduce="mean"):
+        return self(batch, chunks).mean(-1)
+
+
+def _obs(b: int = 2) -> dict[str, torch.Tensor]:
+    return {OBS_PROPRIO: torch.zeros(b, 3), OBS_OBJECTS: torch.zeros(b, 1, 1), OBS_OBJECT_MASK: torch.ones(b, 1, dtype=torch.bool),
+            INSTRUCTION_EMB: torch.zeros(b, 4)}
+
+
+def test_select_chunk_softmax_golden():
+    # softmax([0, 0.5, 1] / 0.5) = softmax([0, 1, 2]) = [0.09003057, 0.24472847, 0.66524096]
+    expected = [0.09003057, 0.24472847, 0.66524096]
+    np.testing.assert_allclose(candidate_weights(torch.tensor([0.0, 0.5, 1.0]), 0.5).numpy(), expected, rtol=1e-6)
+    policy, critic, batch = FixedCandidates(), TinyCritic(), _obs()
+    combined = select_chunk(policy, critic, batch, j=3, temperature=0.5, mode="softmax_combine")
+    assert combined.shape == (2, CHUNK, ACTION_DIM)
+    # 0.02 * 0.24472847 + 0.04 * 0.66524096 = 0.03150420
+    np.testing.assert_allclose(combined[..., 0].numpy(), 0.0315042078, rtol=1e-6)
+    assert torch.all(combined[..., 1:] == 0)
+    best = select_chunk(policy, critic, batch, j=3, temperature=0.5, mode="argmax")
+    assert torch.all(best[..., 0] == 0.04)
+    gen = torch.Generator().manual_seed(0)
+    picks = torch.stack([select_chunk(policy, critic, _obs(1), 3, 0.5, "sample", gen)[0, 0, 0] for _ in range(600)])
+    freq = [(picks == v).float().mean().item() for v in FixedCandidates.values]
+    np.testing.assert_allclose(freq, expected, atol=0.06)
+    with pytest.raises(ValueError, match="mode"):
+        select_chunk(policy, critic, batch, mode="best")
+
+
+def test_td_targets_golden():
+    batch = {**_obs(), **{NEXT + k: v for k, v in _obs().items() if k != INSTRUCTION_EMB},
+             REWARD: torch.tensor([0.0, 1.0]), DONE: torch.tensor([False, True]),
+             PHI_S: torch.tensor([0.25, 0.75]), PHI_NEXT: torch.tensor([0.5, 0.9])}
+    disc = 0.99 ** 8
+    # V(s') = mean Q over the three candidates = 0.5 (softmax: Σ w Q = 0.24472847 * 0.5 + 0.66524096 = 0.78760520)
+    y = td_targets(TinyCritic(), FixedCandidates(), batch, disc, beta=2.0, j=3, next_value="mean")
+    np.testing.assert_allclose(y.numpy(), [disc * 2 * 0.5 - 0.5 + disc * 0.5, 1.0 - 1.5], rtol=1e-6)
+    y = td_targets(TinyCritic(), FixedCandidates(), batch, disc, beta=0.0, j=3, next_value="softmax", temperature=0.5)
+    np.testing.assert_allclose(y.numpy(), [disc * 0.7876052, 1.0], rtol=1e-6)
+
+
+def test_soft_update():
+    a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    expected = 0.9 * a.weight.detach() + 0.1 * b.weight.detach()
+    soft_update(a, b, 0.1)
+    torch.testing.assert_close(a.weight.detach(), expected)
+
+
+@pytest.mark.parametrize("backbone", ["transformer", "deepsets"])
+def test_batched_sampling_shapes_and_limits(backbone, small_config, obs_batch):
+    cfg = small_config(backbone, log_std_max=1.0)
+    torch.manual_seed(0)
+    policy, critic = ChunkPolicy(cfg).eval(), ChunkCritic(cfg).eval()
+    batch = obs_batch(5)
+    batch[OBS_OBJECTS] = batch[OBS_OBJECTS] * 1e3  # extreme inputs still give valid actions
+    with torch.no_grad():
+        torch.nn.init.normal_(policy.action_head.out.weight, std=3.0)  # push means far beyond the limits
+        chunks = policy.sample(batch, 8)
+        assert chunks.shape == (5, 8, CHUNK, ACTION_DIM)
+        mean = policy.mean_action(batch)
+    assert mean.shape == (5, CHUNK, ACTION_DIM)
+    for x in (chunks, mean, select_chunk(policy, critic, batch, j=8), select_chunk(policy, critic, batch, 8, 0.5, "argmax")):
+        assert torch.isfinite(x).all()
+        assert x[..., :3].abs().max() <= MAX_DPOS + 1e-7
+        assert x[..., 3:6].norm(dim=-1).max() <= MAX_DROT + 1e-6
+        assert x[..., 6].abs().max() <= 1.0
+    assert chunks[..., :3].abs().max() > 0.9 * MAX_DPOS  # clipping is active, not vacuous
+    with torch.no_grad():
+        q = critic.q(batch, chunks)
+        assert q.shape == (5, 8) and torch.isfinite(q).all()
+        assert critic(batch, chunks[:, 0]).shape == (5, cfg.critic_heads)
+        assert not math.isnan(float(critic.q(batch, chunks[:, 0], reduce="min").sum()))
