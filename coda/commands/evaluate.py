@@ -1,0 +1,33 @@
+"""`coda eval`: success rate ± standard error of a checkpoint on a family's evaluation suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coda.cli import emit
+
+
+def register(sub, name: str) -> None:
+    p = sub.add_parser(name, help="evaluate a policy checkpoint on in-distribution or OOD suites")
+    p.add_argument("--policy", required=True, help="checkpoint (.pt)")
+    p.add_argument("--family", required=True)
+    p.add_argument("--suite", default="in", help="in | instances | layouts | tasks | categories | all")
+    p.add_argument("--n", type=int, default=30, help="scenes per suite")
+    p.add_argument("--mode", default="mean", help="mean (deterministic) | critic (j=8 samples, Q-softmax)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from policy.checkpoint import load_checkpoint
+    from policy.evaluate import evaluate
+    from sim.suites import SUITES
+
+    state = load_checkpoint(Path(args.policy))
+    suites = SUITES if args.suite == "all" else [args.suite]
+    results = [
+        evaluate(state.policy, args.family, s, args.n, critic=state.critic, mode=args.mode, device=state.device)
+        for s in suites
+    ]
+    emit(results[0] if len(results) == 1 else {"suites": results}, args.json)
+    return 0

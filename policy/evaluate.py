@@ -1,0 +1,45 @@
+"""Evaluation on in-distribution scenes and the four OOD suites: success rate with its standard error."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+from policy.rollout import Episode, chunk_fn, rollout
+from sim.families import sample_spec
+from sim.spec import SceneSpec
+from sim.suites import EVAL_SEED_BASE, SUITES, suite_specs
+
+
+def success_stats(episodes: Sequence[Episode]) -> dict:
+    n = len(episodes)
+    p = sum(e.success for e in episodes) / n if n else 0.0
+    se = math.sqrt(p * (1 - p) / n) if n else 0.0
+    return {"n": n, "success_rate": p, "stderr": se, "mean_steps": sum(e.steps for e in episodes) / max(n, 1)}
+
+
+def eval_specs(family: str, suite: str, n: int) -> list[SceneSpec]:
+    """The evaluation scenes of a suite ('in' = unseen seeds of the training distribution)."""
+    if suite not in SUITES:
+        raise ValueError(f"unknown suite {suite!r}; valid suites: {', '.join(SUITES)}")
+    return suite_specs(family, suite, n)
+
+
+def evaluate(policy, family: str, suite: str = "in", n: int = 20, critic=None, mode: str = "mean",
+             device="cpu", batch: int = 32) -> dict:
+    """Roll the policy out on a suite (batched) and report its success rate ± standard error."""
+    t0 = time.perf_counter()
+    specs = eval_specs(family, suite, n)
+    act = chunk_fn(policy, critic, mode=mode)
+    episodes: list[Episode] = []
+    for i in range(0, len(specs), batch):
+        episodes += rollout(specs[i : i + batch], act, device=device)
+    return {"family": family, "suite": suite, **success_stats(episodes), "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def train_specs(family: str, n: int, start: int = 0) -> list[SceneSpec]:
+    """Training scenes: family seed scenes with seeds [start, start + n)."""
+    if start + n > EVAL_SEED_BASE:
+        raise ValueError(f"training seeds must stay below {EVAL_SEED_BASE} (evaluation suites use the rest)")
+    return [sample_spec(family, s) for s in range(start, start + n)]

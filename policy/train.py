@@ -1,0 +1,121 @@
+"""Training loops: supervised fine-tuning (BC) on planner demonstrations, and AWR rounds on own rollouts.
+
+Read top to bottom: data → update loop → logging. The model, losses and updates live in modeling.py / awr.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from policy.awr import bc_update, critic_update, policy_update
+from policy.buffer import ChunkReplayBuffer
+from policy.checkpoint import TrainState, build_train_state
+from policy.config import PolicyConfig, TrainConfig
+from policy.rollout import Episode
+from policy.text import get_embedder
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, dict], None]
+"""called as progress(done, total, metrics)"""
+
+
+@dataclass
+class TrainLog:
+    updates: int
+    seconds: float
+    losses: list[float]
+
+    def summary(self) -> dict:
+        tail = self.losses[-20:] or [float("nan")]
+        return {"updates": self.updates, "seconds": round(self.seconds, 2), "final_loss": float(np.mean(tail))}
+
+
+def demo_buffer(demos: Sequence[Episode], embedder=None, potentials=None) -> ChunkReplayBuffer:
+    """Demonstrations as overlapping chunk windows (stride 1)."""
+    buf = ChunkReplayBuffer(capacity=max(1, sum(d.steps for d in demos)) + 8, embedder=embedder or get_embedder())
+    for i, ep in enumerate(demos):
+        phi = None if potentials is None else potentials[i]
+        buf.add_episode(ep.observations, ep.actions, success=ep.success, is_demo=True, episode_id=i,
+                        potentials=phi, stride=1)
+    return buf
+
+
+def rollout_buffer(episodes: Sequence[Episode], embedder=None, potentials=None, capacity: int = 200_000,
+                   stride: int | None = None) -> ChunkReplayBuffer:
+    """Own rollouts (successes and failures) as chunk transitions."""
+    buf = ChunkReplayBuffer(capacity=capacity, embedder=embedder or get_embedder())
+    for i, ep in enumerate(episodes):
+        if ep.steps == 0:
+            continue
+        phi = None if potentials is None else potentials[i]
+        buf.add_episode(ep.observations, ep.actions, success=ep.success, is_demo=False, episode_id=i,
+                        potentials=phi, stride=stride)
+    return buf
+
+
+def set_stats(state: TrainState, buf: ChunkReplayBuffer) -> None:
+    stats = buf.obs_stats()
+    state.policy.set_obs_stats(stats)
+    if state.critic is not None:
+        state.critic.set_obs_stats(stats)
+        state.critic_target.set_obs_stats(stats)
+
+
+def train_sft(demos: Sequence[Episode], pcfg: PolicyConfig, tcfg: TrainConfig, updates: int,
+              progress: Progress | None = None, device=None) -> tuple[TrainState, TrainLog]:
+    """A base policy by behaviour cloning on planner demonstrations."""
+    if not demos:
+        raise ValueError("SFT needs at least one successful demonstration")
+    buf = demo_buffer(demos)
+    state = build_train_state(pcfg, tcfg, with_critic=False, device=device)
+    set_stats(state, buf)
+    state.extra["obs_stats_from"] = f"{len(demos)} demos"
+    log_ = bc_steps(state, buf, updates, progress)
+    return state, log_
+
+
+def bc_steps(state: TrainState, buf: ChunkReplayBuffer, updates: int, progress: Progress | None = None) -> TrainLog:
+    cfg, losses, t0 = state.train_config, [], time.perf_counter()
+    state.policy.train()
+    for i in range(updates):
+        batch = buf.sample(cfg.batch_size, state.rng, state.device)
+        out = bc_update(state.policy, state.policy_optimizer, batch, cfg)
+        losses.append(float(out["bc_mse"]))
+        state.step += 1
+        if progress and (i + 1) % max(1, updates // 20) == 0:
+            progress(i + 1, updates, {"loss": float(np.mean(losses[-20:]))})
+    state.policy.eval()
+    return TrainLog(updates, time.perf_counter() - t0, losses)
+
+
+def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplayBuffer | None,
+              critic_updates: int, policy_updates: int, progress: Progress | None = None) -> TrainLog:
+    """K_Q critic updates then K_π AWR policy updates (+ BC on demos when given)."""
+    if state.critic is None:
+        state.attach_critic()
+        set_stats(state, rollouts)
+    cfg, losses, t0 = state.train_config, [], time.perf_counter()
+    total = critic_updates + policy_updates
+    state.policy.train()
+    for i in range(critic_updates):
+        batch = rollouts.sample(cfg.batch_size, state.rng, state.device)
+        losses.append(float(critic_update(state.critic, state.critic_target, state.policy, state.critic_optimizer,
+                                          batch, cfg)["critic_loss"]))
+        if progress and (i + 1) % max(1, total // 20) == 0:
+            progress(i + 1, total, {"critic_loss": float(np.mean(losses[-20:]))})
+    for i in range(policy_updates):
+        batch = rollouts.sample(cfg.batch_size, state.rng, state.device)
+        demo = demos.sample(cfg.batch_size, state.rng, state.device) if demos is not None and len(demos) else None
+        out = policy_update(state.policy, state.policy_optimizer, batch, state.critic, cfg, demo)
+        losses.append(float(out["policy_loss"]))
+        state.step += 1
+        if progress and (critic_updates + i + 1) % max(1, total // 20) == 0:
+            progress(critic_updates + i + 1, total, {"policy_loss": float(np.mean(losses[-20:]))})
+    state.policy.eval()
+    return TrainLog(total, time.perf_counter() - t0, losses)
