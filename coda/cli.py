@@ -23,11 +23,14 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coda", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, module in COMMANDS.items():
+    words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
+    # import only the command group being run (each pulls in heavy libraries); all of them for --help
+    chosen = {words[0]: COMMANDS[words[0]]} if words and words[0] in COMMANDS else COMMANDS
+    for name, module in chosen.items():
         try:
             mod = importlib.import_module(f"coda.commands.{module}")
         except ModuleNotFoundError as exc:
@@ -54,7 +57,7 @@ def emit(payload, as_json: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,

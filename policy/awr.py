@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from .config import SELECT_MODES, TrainConfig
-from .data import ACTION, DONE, N_STEPS, PHI_NEXT, PHI_S, REWARD, WEIGHT, next_obs
+from .data import ACTION, DONE, N_STEPS, PHI_NEXT, PHI_S, RETURN, REWARD, WEIGHT, next_obs
 from .modeling import clip_actions, reduce_heads
 from .shaping import shaped_chunk_rewards
 
@@ -104,13 +104,28 @@ def critic_update(critic, critic_target, policy, optimizer: torch.optim.Optimize
 
 
 @torch.no_grad()
-def advantages(critic, policy, batch: dict[str, torch.Tensor], j: int = 8) -> torch.Tensor:
-    """A(s, a) = Q(s, a) − mean_j Q(s, a_j ~ π) (B,), heads averaged; one critic encoder pass."""
+def advantages(critic, policy, batch: dict[str, torch.Tensor], j: int = 8, mode: str = "q",
+               shaping_beta: float = 0.0) -> torch.Tensor:
+    """Advantage of the batch's chunks (B,), heads averaged; one critic encoder pass.
+
+    q:   A = Q(s, a) − V(s), V(s) = mean_j Q(s, a_j ~ π)   (bootstrapped; shaping-invariant)
+    mc:  A = G − (V(s) + β Φ(s))                            (Monte-Carlo return; +βΦ undoes the shaped critic's
+                                                             offset, since Q_Φ = Q − βΦ for Φ(terminal) = 0)
+    mix: the mean of both — low variance from the critic, no bias from an unfit critic early on.
+    """
     feat = critic.encode(batch)
     samples = policy.sample(batch, j)  # (B, j, h, A)
-    q_data = critic.heads_from_features(feat, batch[ACTION].unsqueeze(1)).mean(-1).squeeze(1)  # (B,)
-    q_pi = critic.heads_from_features(feat, samples).mean(-1)  # (B, j)
-    return q_data - q_pi.mean(dim=-1)
+    v = critic.heads_from_features(feat, samples).mean(-1).mean(dim=-1)  # (B,)
+    if mode == "q":
+        q_data = critic.heads_from_features(feat, batch[ACTION].unsqueeze(1)).mean(-1).squeeze(1)
+        return q_data - v
+    if mode not in ("mc", "mix"):
+        raise ValueError(f"unknown advantage mode {mode!r}; use q, mc or mix")
+    a_mc = batch[RETURN] - (v + shaping_beta * batch.get(PHI_S, torch.zeros_like(v)))
+    if mode == "mc":
+        return a_mc
+    q_data = critic.heads_from_features(feat, batch[ACTION].unsqueeze(1)).mean(-1).squeeze(1)
+    return 0.5 * (q_data - v) + 0.5 * a_mc
 
 
 def awr_weights(adv: torch.Tensor, beta: float, clip: float, normalize: bool = False) -> torch.Tensor:
@@ -135,7 +150,7 @@ def bc_update(policy, optimizer: torch.optim.Optimizer, batch: dict[str, torch.T
 def policy_update(policy, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor], critic,
                   cfg: TrainConfig, demo_batch: dict[str, torch.Tensor] | None = None) -> dict[str, float]:
     """AWR step on `batch` (own rollouts) plus `cfg.bc_weight` × BC NLL on `demo_batch` when given."""
-    adv = advantages(critic, policy, batch, cfg.td_candidates)
+    adv = advantages(critic, policy, batch, cfg.td_candidates, cfg.advantage, cfg.shaping_beta)
     weights = awr_weights(adv, cfg.awr_beta, cfg.awr_weight_clip, cfg.normalize_advantages)
     loss, info = policy({**batch, WEIGHT: weights})
     out = {"awr_loss": float(info["loss"]), "nll": float(info["nll"]), "adv_mean": float(adv.mean()),

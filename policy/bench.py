@@ -30,7 +30,7 @@ from sim.constants import (
 from .awr import bc_update, critic_update, policy_update, select_chunk
 from .checkpoint import build_train_state
 from .config import BACKBONES, PolicyConfig, TrainConfig
-from .data import ACTION, DONE, IS_DEMO, N_STEPS, NEXT, PHI_NEXT, PHI_S, REWARD, collate_obs, to_device
+from .data import ACTION, DONE, IS_DEMO, N_STEPS, NEXT, PHI_NEXT, PHI_S, RETURN, REWARD, collate_obs, to_device
 from .text import get_embedder
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,7 @@ def synthetic_transitions(n: int, rng: np.random.Generator, embedder=None,
     arrays = {
         ACTION: rng.uniform(-MAX_DPOS, MAX_DPOS, (n, CHUNK, ACTION_DIM)).astype(np.float32),
         REWARD: (rng.random(n) < 0.1).astype(np.float32),
+        RETURN: rng.random(n).astype(np.float32),
         DONE: rng.random(n) < 0.1,
         PHI_S: rng.random(n).astype(np.float32),
         PHI_NEXT: rng.random(n).astype(np.float32),

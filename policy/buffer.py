@@ -33,6 +33,7 @@ from .data import (
     NEXT,
     PHI_NEXT,
     PHI_S,
+    RETURN,
     REWARD,
     compute_obs_stats,
     stack_obs,
@@ -43,8 +44,10 @@ from .text import get_embedder
 log = logging.getLogger(__name__)
 
 _OBS = (OBS_OBJECTS, OBS_OBJECT_MASK, OBS_PROPRIO)
-FIELDS = (*_OBS, *(NEXT + k for k in _OBS), "instruction_id", ACTION, REWARD, DONE, PHI_S, PHI_NEXT, N_STEPS,
-          IS_DEMO, "episode_id", "success")
+FIELDS = (*_OBS, *(NEXT + k for k in _OBS), "instruction_id", ACTION, REWARD, RETURN, DONE, PHI_S, PHI_NEXT,
+          N_STEPS, IS_DEMO, "episode_id", "success")
+GAMMA = 0.99
+"""per-step discount of the stored Monte-Carlo returns (TrainConfig.gamma by default)"""
 
 
 def pad_chunk(actions: np.ndarray, chunk: int = CHUNK) -> np.ndarray:
@@ -59,7 +62,7 @@ def pad_chunk(actions: np.ndarray, chunk: int = CHUNK) -> np.ndarray:
 
 def episode_to_chunks(observations: Sequence[Mapping], actions: np.ndarray, *, success: bool,
                       terminated: bool | None = None, potentials: Sequence[float] | None = None,
-                      chunk: int = CHUNK, stride: int | None = None) -> dict[str, np.ndarray]:
+                      chunk: int = CHUNK, stride: int | None = None, gamma: float = GAMMA) -> dict[str, np.ndarray]:
     """Chunk transitions of one episode as numpy arrays (see module docstring); instruction excluded."""
     actions = np.asarray(actions, dtype=np.float32)
     steps = len(actions)
@@ -85,6 +88,7 @@ def episode_to_chunks(observations: Sequence[Mapping], actions: np.ndarray, *, s
         ACTION: np.stack([pad_chunk(actions[s:e], chunk) for s, e in zip(starts, ends, strict=True)])
         if steps else np.zeros((0, chunk, ACTION_DIM), np.float32),
         REWARD: (reaches_end & bool(success)).astype(np.float32),
+        RETURN: (gamma ** (steps - starts) * bool(success)).astype(np.float32),
         DONE: reaches_end & bool(terminated),
         PHI_S: phi[starts].astype(np.float32),
         PHI_NEXT: phi[ends].astype(np.float32),

@@ -114,6 +114,8 @@ class TrainConfig:
     """upper clip of the AWR weights"""
     normalize_advantages: bool = False
     """standardize advantages per batch before exp(A/β); makes awr_beta scale-free (then ~1.0 is typical)"""
+    advantage: str = "mix"
+    """q (critic only), mc (Monte-Carlo return − V) or mix (their mean); see policy.awr.advantages"""
     bc_weight: float = 1.0
     """weight of the behaviour-cloning NLL on demonstrations added to the AWR loss (when demos are given)"""
     target_tau: float = 0.005
@@ -140,6 +142,8 @@ class TrainConfig:
         _in_unit("gamma", self.gamma)
         if not 0.0 < self.target_tau <= 1.0:
             raise ValueError(f"target_tau must be in (0, 1], got {self.target_tau!r}")
+        if self.advantage not in ("q", "mc", "mix"):
+            raise ValueError(f"advantage must be one of q, mc, mix, got {self.advantage!r}")
         if self.next_value not in NEXT_VALUE_MODES:
             raise ValueError(f"next_value must be one of {', '.join(NEXT_VALUE_MODES)}, got {self.next_value!r}")
         if self.device != "auto":

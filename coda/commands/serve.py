@@ -1,0 +1,97 @@
+"""`coda serve NAME`: run one MCP server (sim, verifier, memory, trainer) over stdio or streamable HTTP.
+
+    coda serve sim --run-dir runs/demo                          # stdio (for Claude Desktop and other clients)
+    coda serve memory --transport http --port 8733              # http://127.0.0.1:8733/mcp
+    CODA_MCP_TOKEN=... coda serve sim --transport http --host 0.0.0.0 --allow-host myhost:8731
+
+Servers sharing a run directory see the same scenes, traces and memory.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from pathlib import Path
+
+SERVERS: dict[str, str] = {
+    "sim": "servers.sim:build_server",
+    "verifier": "servers.verifier:build_server",
+    "memory": "servers.memory:build_server",
+    "trainer": "servers.trainer:build_server",
+}
+"""server name -> "module:factory"; factory(run_dir: Path, **options) -> MCPServer (options it does not take are
+not passed)"""
+DEFAULT_PORTS = {"sim": 8731, "verifier": 8732, "memory": 8733, "trainer": 8734}
+DEFAULT_RUN_DIR = "runs/default"
+TOKEN_ENV = "CODA_MCP_TOKEN"
+
+
+def available() -> list[str]:
+    """Names of the servers this installation has (a registered module may not be written yet)."""
+    import importlib.util
+
+    return [name for name, target in SERVERS.items() if importlib.util.find_spec(target.split(":")[0]) is not None]
+
+
+def factory(name: str):
+    if name not in SERVERS:
+        raise SystemExit(f"unknown server {name!r}; valid servers: {', '.join(SERVERS)}")
+    module, attr = SERVERS[name].split(":")
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        raise SystemExit(f"the {name} server is not part of this build yet ({module} is missing)") from None
+    return getattr(mod, attr)
+
+
+def build(name: str, run_dir: Path, **options):
+    """Build a server, passing only the options its factory accepts (None options are left out)."""
+    fn = factory(name)
+    params = inspect.signature(fn).parameters
+    takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    kwargs = {k: v for k, v in options.items() if v is not None and (takes_all or k in params)}
+    return fn(run_dir, **kwargs)
+
+
+def register(sub, name: str) -> None:
+    p = sub.add_parser(name, help="run an MCP server (stdio by default, or streamable HTTP)")
+    p.add_argument("server", choices=list(SERVERS), help="which server")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="HTTP port (default: sim 8731, verifier 8732, "
+                   "memory 8733, trainer 8734)")
+    p.add_argument("--run-dir", default=DEFAULT_RUN_DIR, help=f"run directory (default {DEFAULT_RUN_DIR})")
+    p.add_argument("--token", default=None, help=f"bearer token HTTP clients must send (default: ${TOKEN_ENV})")
+    p.add_argument("--allow-host", action="append", default=[], metavar="HOST:PORT",
+                   help="extra Host header accepted by the HTTP transport (repeatable)")
+    p.add_argument("--embedder", choices=["minilm", "hashing"], default=None,
+                   help="memory server: cause embedder (default minilm; hashing is fast and for tests)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from servers.transport import HttpOptions, serve
+
+    run_dir = Path(args.run_dir).expanduser().resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    http = None
+    if args.transport == "http":
+        try:
+            http = HttpOptions(host=args.host, port=args.port or DEFAULT_PORTS.get(args.server, 8730),
+                               token=args.token or os.environ.get(TOKEN_ENV) or None,
+                               allowed_hosts=tuple(args.allow_host))
+        except ValueError as exc:
+            print(f"coda serve: {exc}", file=sys.stderr)
+            return 2
+    embedder = None
+    if args.embedder == "hashing":
+        from memory_store.embed import HashingEmbedder
+
+        embedder = HashingEmbedder()
+    server = build(args.server, run_dir, embedder=embedder)
+    serve(server, http)
+    return 0

@@ -1,0 +1,249 @@
+"""What every CoDA MCP server shares: limits, tool registration with honest annotations and readable errors,
+paths confined to the run directory, images and prompts from `prompts/` (background jobs: `servers.jobs`).
+
+    mcp = new_server("coda-sim", "Scenes: ...")
+    @tool(mcp, READ_ONLY)
+    def get_scene(scene_id: Annotated[str, Field(description="...")]) -> SceneDetail:
+        '''The spec and program of a stored scene.'''
+        return store.detail(scene_id)
+
+A tool raises: `ValueError`, `KeyError`, `LookupError`, `OSError` and pydantic validation errors from the libraries
+reach the client as `is_error` results carrying the library's message (what to fix); anything else is a crash,
+logged by the SDK with its traceback, and the client only sees the tool name.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import io
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROMPTS_DIR = REPO_ROOT / "prompts"
+
+# --- limits (issue 10: hostile inputs are rejected before any work) ----------------------------------------
+MAX_SOURCE_CHARS = 100_000
+"""longest accepted program (scene program, potential program), characters"""
+MAX_TEXT_CHARS = 4_000
+"""longest free-text field (queries, causes, reasons)"""
+MAX_JSON_CHARS = 200_000
+"""longest JSON document accepted as an argument (a scene spec)"""
+MAX_IMAGE_PX = 512
+"""largest rendered image side, pixels (per camera)"""
+MAX_IMAGE_BYTES = 1_000_000
+"""largest image returned to a client"""
+MAX_K = 100
+"""most search results per call"""
+MAX_PAGE = 200
+"""most items per listing page"""
+MAX_BATCH = 256
+"""most records written per call"""
+MAX_BUDGET = 100_000
+"""largest generation budget accepted by the allocator"""
+SCENE_ID_PATTERN = r"^[0-9a-f]{16}$"
+"""scene ids are spec hashes: 16 lowercase hex digits"""
+RECORD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+"""ids of traces, memory records and jobs: no slashes, no leading dot"""
+
+# --- annotations: say what a tool does, truthfully ----------------------------------------------------------
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+"""reads only; calling it again changes nothing"""
+WRITES_IDEMPOTENT = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
+"""adds or replaces records keyed by their content or id: the same call twice stores the same thing once"""
+WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+"""adds or updates state; calling it twice has a cumulative effect (counters, moving averages)"""
+OVERWRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+"""replaces existing state (files, a status); the same call twice gives the same result"""
+CANCELS = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+"""stops work in progress (its partial result is discarded)"""
+
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, LookupError, OSError, TimeoutError)
+"""library exceptions whose message tells the caller what to fix (pydantic's ValidationError is a ValueError)"""
+
+
+def error_text(exc: BaseException) -> str:
+    """The message of an expected exception, without KeyError's quotes or pydantic's doc links."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and type(exc).__str__ is KeyError.__str__:
+        text = str(exc.args[0])
+    else:
+        text = str(exc)
+    text = re.sub(r"\n\s*For further information visit \S+", "", text)
+    return text or type(exc).__name__
+
+
+def new_server(name: str, instructions: str) -> MCPServer:
+    """An MCPServer that logs to stderr at WARNING (stdout belongs to the stdio transport)."""
+    return MCPServer(name, instructions=instructions, log_level="WARNING", version=_version())
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("coda")
+    except Exception:  # noqa: BLE001 - not installed: a source checkout
+        return "0"
+
+
+def tool(server: MCPServer, annotations: ToolAnnotations, *, title: str | None = None):
+    """Register a typed function as a tool; expected library errors become `is_error` results."""
+
+    def decorate(fn: Callable) -> Callable:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def wrapper(*args, **kwargs):
+                try:
+                    return await fn(*args, **kwargs)
+                except ToolError:
+                    raise
+                except EXPECTED_ERRORS as exc:
+                    raise ToolError(error_text(exc)) from exc
+
+        else:
+
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                try:
+                    return fn(*args, **kwargs)
+                except ToolError:
+                    raise
+                except EXPECTED_ERRORS as exc:
+                    raise ToolError(error_text(exc)) from exc
+
+        server.add_tool(wrapper, title=title, annotations=annotations)
+        return fn
+
+    return decorate
+
+
+def resource(server: MCPServer, uri: str, **kwargs):
+    """Register a resource; expected library errors reach the client as a 'not found' error with their message."""
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args, **kw):
+            try:
+                return fn(*args, **kw)
+            except EXPECTED_ERRORS as exc:
+                raise ResourceNotFoundError(error_text(exc)) from exc
+
+        server.resource(uri, **kwargs)(wrapper)
+        return fn
+
+    return decorate
+
+
+# --- paths ------------------------------------------------------------------------------------------------
+
+
+def confine(run_dir: Path, relative: str, what: str = "path") -> Path:
+    """`run_dir / relative`, refusing absolute paths, `..` components and symlinks that leave run_dir."""
+    if not relative or "\x00" in relative:
+        raise ValueError(f"{what} must be a non-empty relative path inside the run directory")
+    rel = Path(relative)
+    if rel.is_absolute() or relative.startswith(("~", "\\")):
+        raise ValueError(f"{what} {relative!r} is absolute; give a path relative to the run directory")
+    if ".." in rel.parts:
+        raise ValueError(f"{what} {relative!r} contains '..'; give a path inside the run directory")
+    root = run_dir.resolve()
+    target = (root / rel).resolve()
+    if not target.is_relative_to(root):
+        raise ValueError(f"{what} {relative!r} leaves the run directory (through a symlink)")
+    return target
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write a file so that readers see the old or the new content, never a partial one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    tmp.replace(path)
+
+
+# --- images -----------------------------------------------------------------------------------------------
+
+
+def image_content(png: bytes) -> Image:
+    """An MCP image: the PNG when it is under MAX_IMAGE_BYTES, else the same picture as JPEG."""
+    if len(png) <= MAX_IMAGE_BYTES:
+        return Image(data=png, format="png")
+    from PIL import Image as PILImage
+
+    img = PILImage.open(io.BytesIO(png)).convert("RGB")
+    for quality in (85, 70, 50):
+        buf = io.BytesIO()
+        img.save(buf, format="JPEG", quality=quality)
+        if buf.tell() <= MAX_IMAGE_BYTES:
+            return Image(data=buf.getvalue(), format="jpeg")
+    raise ValueError(f"the image is over {MAX_IMAGE_BYTES} bytes even as JPEG; ask for a smaller size")
+
+
+# --- prompts ----------------------------------------------------------------------------------------------
+
+
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+"""`{{name}}` placeholders, as in the `prompts` package"""
+
+
+def load_prompts(server: MCPServer, directory: Path = PROMPTS_DIR) -> list[str]:
+    """Serve every `*.md` in `directory` as a prompt named after the file (none there: none served).
+
+    Each `{{name}}` placeholder becomes a required prompt argument; an optional `context` argument is appended
+    after the text. Files that cannot be read are skipped with a warning."""
+    names = []
+    if not directory.is_dir():
+        log.info("no prompts directory at %s; serving no prompts", directory)
+        return names
+    for path in sorted(directory.glob("*.md")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("skipping prompt %s: %s", path, exc)
+            continue
+        keys = sorted(set(PLACEHOLDER.findall(text)) - {"context"})
+        first = next((ln.strip("# ").strip() for ln in text.splitlines() if ln.strip()), path.stem)
+
+        def render(_text: str = text, context: str = "", **values: str) -> str:
+            body = PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), _text)
+            return body if not context else f"{body.rstrip()}\n\n{context}"
+
+        arguments = [PromptArgument(name=k, description=f"value for {{{{{k}}}}}", required=True) for k in keys]
+        arguments.append(PromptArgument(name="context", description="text appended after the prompt"))
+        server.add_prompt(Prompt(name=path.stem, description=first[:200], arguments=arguments, fn=render))
+        names.append(path.stem)
+    return names
+
+
+def to_json(value: Any) -> str:
+    """JSON text for a resource."""
+    if isinstance(value, BaseModel):
+        return value.model_dump_json(indent=2)
+    return json.dumps(value, indent=2, default=str)
+
+
+def __getattr__(name: str):
+    """`JobManager`, `JobHandle`, `JobStatus`, `JobCancelled`, `register_job_tools` live in `servers.jobs`."""
+    if name in ("JobManager", "JobHandle", "JobStatus", "JobCancelled", "register_job_tools"):
+        from servers import jobs
+
+        return getattr(jobs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

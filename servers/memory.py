@@ -1,0 +1,221 @@
+"""MCP server `coda-memory`: the shared memory (scenes, rollouts, diagnoses, difficulty modes, generation and
+training programs, budget allocation). Thin adapter over `servers.memory_ops` (which wraps `memory_store`); the only
+writer of `run_dir/memory` while it runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from memory_store.schema import GenerationProgram, RolloutRecord, SceneRecord, TrainingProgram
+from servers.common import (
+    MAX_BATCH,
+    MAX_BUDGET,
+    MAX_K,
+    MAX_PAGE,
+    MAX_TEXT_CHARS,
+    OVERWRITES,
+    READ_ONLY,
+    WRITES,
+    WRITES_IDEMPOTENT,
+    load_prompts,
+    new_server,
+    resource,
+    to_json,
+    tool,
+)
+from servers.memory_ops import (
+    AllocationResult,
+    DiagnosisHit,
+    DiagnosisIn,
+    DiagnosisRecorded,
+    ExportResult,
+    MemoryService,
+    MemoryStatus,
+    ModeDetail,
+    ModeSummary,
+    Written,
+)
+from sim.constants import DIAGNOSIS_FACTORS, PHASES
+
+INSTRUCTIONS = """Shared memory of a CoDA run. Record scenes, rollouts and failure diagnoses (diagnoses are clustered
+into difficulty modes); search diagnoses by cause; list and inspect modes (hardness p̂, importance w, visits, status);
+allocate a round's generation budget over modes; store and retrieve generation programs (Ω) and training programs (Φ)
+per mode; update hardness and learning progress; export the memory. Writes are idempotent by record id unless the
+tool says otherwise."""
+
+ModeId = Annotated[str, Field(description="difficulty mode id (from record_diagnosis or list_modes)",
+                              min_length=1, max_length=160)]
+Round = Annotated[int | None, Field(description="co-evolution round", ge=0)]
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+FactorName = Literal[DIAGNOSIS_FACTORS]  # type: ignore[valid-type]
+PhaseName = Literal[PHASES]  # type: ignore[valid-type]
+Limit = Annotated[int, Field(description=f"most items returned (≤ {MAX_PAGE})", ge=1, le=MAX_PAGE)]
+
+
+def build_server(run_dir: Path, embedder: Any = None) -> MCPServer:
+    """The memory server over `run_dir/memory` (embedder: None = offline MiniLM, or e.g. HashingEmbedder())."""
+    svc = MemoryService(run_dir, embedder=embedder)
+    mcp = new_server("coda-memory", INSTRUCTIONS)
+
+    @tool(mcp, WRITES_IDEMPOTENT)
+    def record_scene(scene: Annotated[SceneRecord, Field(description="scene record (id = scene_id)")]) -> Written:
+        """Store a scene program with its verifier result (by id; spec filled in from the run's stored scene)."""
+        return svc.record_scene(scene)
+
+    @tool(mcp, WRITES_IDEMPOTENT)
+    def record_rollout(rollout: Annotated[RolloutRecord, Field(description="one rollout's summary")]) -> Written:
+        """Store one rollout summary (by id)."""
+        return svc.put([rollout])
+
+    @tool(mcp, WRITES_IDEMPOTENT)
+    def record_rollouts(
+        rollouts: Annotated[list[RolloutRecord], Field(description="rollout summaries", min_length=1,
+                                                       max_length=MAX_BATCH)],
+    ) -> Written:
+        """Store a batch of rollout summaries (by id, one commit)."""
+        return svc.put(list(rollouts))
+
+    @tool(mcp, WRITES_IDEMPOTENT)
+    def record_diagnosis(diagnosis: DiagnosisIn) -> DiagnosisRecorded:
+        """Store a failure diagnosis and cluster it into a difficulty mode (new or existing)."""
+        return svc.record_diagnosis(diagnosis)
+
+    @tool(mcp, READ_ONLY)
+    def search_diagnoses(
+        query: Annotated[str, Field(description="a cause in words", min_length=1, max_length=MAX_TEXT_CHARS)],
+        k: Annotated[int, Field(description=f"results (≤ {MAX_K})", ge=1, le=MAX_K)] = 10,
+        factor: Annotated[FactorName | None, Field(description="only this factor δ")] = None,
+        phase: Annotated[PhaseName | None, Field(description="only this phase")] = None,
+        mode_id: Annotated[str | None, Field(description="only this mode", max_length=160)] = None,
+    ) -> list[DiagnosisHit]:
+        """The k diagnoses whose causes are most similar to the query (filtered)."""
+        return svc.search(query, k, factor, phase, mode_id)
+
+    @tool(mcp, READ_ONLY)
+    def list_modes(
+        status: Annotated[Literal["candidate", "validated", "refuted"] | None, Field(description="only this status")
+                          ] = None,
+        factor: Annotated[FactorName | None, Field(description="only this factor δ")] = None,
+        phase: Annotated[PhaseName | None, Field(description="only this phase")] = None,
+        offset: Annotated[int, Field(ge=0)] = 0,
+        limit: Limit = 50,
+    ) -> list[ModeSummary]:
+        """Difficulty modes, hardest first."""
+        return svc.list_modes(status, factor, phase, offset, limit)
+
+    @tool(mcp, READ_ONLY)
+    def get_mode(mode_id: ModeId) -> ModeDetail:
+        """One mode with its history, member diagnoses and program counts."""
+        return svc.mode_detail(mode_id)
+
+    @tool(mcp, WRITES)
+    def allocate_budget(
+        budget: Annotated[int, Field(description="generation units this round", ge=0, le=MAX_BUDGET)],
+        eps_novel: Annotated[Fraction, Field(description="share for novel environments")] = 0.15,
+        eps_replay: Annotated[Fraction, Field(description="share for replay of seen modes")] = 0.10,
+        band_low: Annotated[Fraction, Field(description="success band: lower bound")] = 0.1,
+        band_high: Annotated[Fraction, Field(description="success band: upper bound")] = 0.9,
+        c: Annotated[float, Field(description="UCB exploration weight", ge=0.0, le=10.0)] = 0.5,
+        round: Round = None,
+        record_visits: Annotated[bool, Field(description="count the allocated units as visits (false: preview)")
+                                 ] = True,
+    ) -> AllocationResult:
+        """Split a round's budget: novel, replay, and targeted units per mode (UCB on hardness and progress)."""
+        return svc.allocate(budget, eps_novel, eps_replay, (band_low, band_high), c, round, record_visits)
+
+    @tool(mcp, WRITES_IDEMPOTENT)
+    def put_generation_program(program: GenerationProgram) -> Written:
+        """Store a generation program Ω of a mode (by id)."""
+        return svc.put([program])
+
+    @tool(mcp, READ_ONLY)
+    def get_generation_programs(
+        mode_id: ModeId,
+        in_pool_only: Annotated[bool, Field(description="only programs inside the success band")] = True,
+        limit: Limit = 50,
+    ) -> list[GenerationProgram]:
+        """Generation programs of a mode, oldest first."""
+        return svc.generation_programs(mode_id, in_pool_only, limit)
+
+    @tool(mcp, WRITES_IDEMPOTENT)
+    def put_training_program(program: TrainingProgram) -> Written:
+        """Store a training program Φ of a mode (by id)."""
+        return svc.put([program])
+
+    @tool(mcp, READ_ONLY)
+    def get_training_programs(
+        mode_id: Annotated[str | None, Field(description="only this mode", max_length=160)] = None,
+        phase: Annotated[PhaseName | None, Field(description="only this phase")] = None,
+        improved: Annotated[bool | None, Field(description="only programs that did (or did not) help")] = None,
+        limit: Limit = 50,
+    ) -> list[TrainingProgram]:
+        """Training programs filtered by mode, phase and outcome, oldest first."""
+        return svc.training_programs(mode_id, phase, improved, limit)
+
+    @tool(mcp, WRITES)
+    def update_learning_progress(
+        mode_id: ModeId,
+        before: Annotated[Fraction, Field(description="success rate on the mode before training")],
+        after: Annotated[Fraction, Field(description="success rate after training")],
+        round: Round = None,
+        training_program_id: Annotated[str | None, Field(description="training program used (records its outcome)",
+                                                         max_length=160)] = None,
+        updates: Annotated[int, Field(description="policy updates made", ge=0)] = 0,
+    ) -> ModeSummary:
+        """Fold a training outcome (after − before) into the mode's importance w."""
+        return svc.learning_progress(mode_id, before, after, round, training_program_id, updates)
+
+    @tool(mcp, WRITES)
+    def update_hardness(
+        mode_id: ModeId,
+        successes: Annotated[int | None, Field(description="successful rollouts (omit to count stored ones)", ge=0)
+                             ] = None,
+        n: Annotated[int | None, Field(description="rollouts in all (omit to count stored ones)", ge=1)] = None,
+        policy_id: Annotated[str | None, Field(description="count only this policy's stored rollouts",
+                                               max_length=160)] = None,
+        round: Round = None,
+        band_low: Annotated[Fraction, Field(description="success band: lower bound")] = 0.1,
+        band_high: Annotated[Fraction, Field(description="success band: upper bound")] = 0.9,
+    ) -> ModeSummary:
+        """Set a mode's hardness p̂ (success rate) and its success-band membership."""
+        return svc.hardness(mode_id, successes, n, policy_id, round, (band_low, band_high))
+
+    @tool(mcp, OVERWRITES)
+    def set_mode_status(
+        mode_id: ModeId,
+        status: Annotated[Literal["candidate", "validated", "refuted"], Field(description="new status")],
+        reason: Annotated[str, Field(description="why (kept in the mode's history)", max_length=MAX_TEXT_CHARS)] = "",
+        round: Round = None,
+    ) -> ModeSummary:
+        """Set a mode's validation status (e.g. after the targeted-vs-control test)."""
+        return svc.set_status(mode_id, status, reason, round)
+
+    @tool(mcp, OVERWRITES)
+    def export_memory(
+        directory: Annotated[str, Field(description="directory relative to the run directory (files are replaced)",
+                                        min_length=1, max_length=256)] = "exports/memory",
+    ) -> ExportResult:
+        """Write every memory table to a directory inside the run directory (JSON lines + manifest)."""
+        return svc.export(directory)
+
+    @tool(mcp, READ_ONLY)
+    def memory_status() -> MemoryStatus:
+        """Rows per table, the store location and whether the vector index exists."""
+        return svc.status()
+
+    @resource(mcp, "memory://modes", name="modes", description="difficulty modes, hardest first",
+              mime_type="application/json")
+    def modes_resource() -> str:
+        return to_json([m.model_dump() for m in svc.list_modes(limit=10_000)])
+
+    @resource(mcp, "memory://modes/{mode_id}", name="mode", description="one difficulty mode",
+              mime_type="application/json")
+    def mode_resource(mode_id: str) -> str:
+        return to_json(svc.mode_detail(mode_id))
+
+    load_prompts(mcp)
+    return mcp

@@ -1,0 +1,260 @@
+"""The pure core of the memory server: one `MemoryService` (the single writer) over `memory_store`, with the
+read-modify-write operations the tools need and record views without embedding vectors.
+
+    svc = MemoryService(run_dir)                          # opens run_dir/memory
+    svc.record_diagnosis(DiagnosisIn(id="d1", scene_id="s1", factor="spatial", phase="grasp", cause="..."))
+    svc.allocate(64, round_=3)                           # per-mode units; records the visits
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from memory_store import modes as mode_ops
+from memory_store.allocate import DEFAULT_BAND, EPS_NOVEL, EPS_REPLAY, UCB_C, allocate
+from memory_store.programs import generation_programs, record_outcome, training_programs
+from memory_store.schema import (
+    Diagnosis,
+    DiagnosisFactor,
+    Evidence,
+    GenerationProgram,
+    Mode,
+    Phase,
+    Record,
+    SceneRecord,
+    TrainingProgram,
+)
+from memory_store.store import VECTOR_INDEX_MIN_ROWS, MemoryStore, where_eq
+from servers.common import MAX_TEXT_CHARS, confine
+
+
+class DiagnosisIn(BaseModel):
+    """A failure diagnosis ψ = (δ factor, phase, cause, evidence) of a scene's rollouts."""
+
+    id: str = Field(min_length=1, max_length=128, description="unique id; recording the same id again is a no-op")
+    scene_id: str = Field(min_length=1, max_length=128)
+    rollout_ids: list[str] = Field(default_factory=list, max_length=256)
+    factor: DiagnosisFactor = Field(description="δ: task, spatial, attribute or execution")
+    phase: Phase = Field(description="trajectory phase: approach, grasp, lift, transport, place, release, ...")
+    cause: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the cause in natural language")
+    evidence: Evidence = Field(default_factory=Evidence)
+    run_id: str = ""
+    round: int | None = None
+
+
+class Written(BaseModel):
+    table: str
+    ids: list[str]
+    inserted: int
+    updated: int
+
+
+class ModeSummary(BaseModel):
+    """A difficulty mode K_j without its centroid vector."""
+
+    id: str
+    factor: str
+    phase: str
+    status: str
+    description: str
+    members: int
+    hardness: float | None = Field(description="p̂_j, policy success rate on the mode (lower is harder)")
+    hardness_n: int
+    importance: float = Field(description="w_j, moving average of success after minus before training")
+    visits: int
+    in_band: bool
+    last_round: int | None
+
+
+class ModeDetail(ModeSummary):
+    history: list[dict[str, Any]]
+    created_round: int | None
+    diagnoses: list[str] = Field(description="ids of member diagnoses (up to 50)")
+    generation_programs: int
+    training_programs: int
+
+
+class DiagnosisRecorded(BaseModel):
+    diagnosis_id: str
+    mode_id: str
+    created_mode: bool = Field(description="the diagnosis founded a new candidate mode")
+    mode: ModeSummary
+
+
+class DiagnosisHit(BaseModel):
+    similarity: float = Field(description="cosine similarity of the causes")
+    diagnosis: dict[str, Any]
+
+
+class AllocationResult(BaseModel):
+    budget: int
+    novel: int
+    replay: int
+    targeted: int
+    per_mode: dict[str, int] = Field(description="targeted units per mode id")
+    replay_per_mode: dict[str, int]
+    scores: dict[str, float] = Field(description="UCB score per targeted-eligible mode")
+    visits_recorded: bool
+
+
+class MemoryStatus(BaseModel):
+    store: str = Field(description="where the memory lives")
+    rows: dict[str, int] = Field(description="rows per table")
+    vector_index: bool = Field(description="the diagnosis vector index exists (built from 10,000 diagnoses)")
+
+
+class ExportResult(BaseModel):
+    directory: str = Field(description="export directory, relative to the run directory")
+    rows: dict[str, int]
+
+
+def mode_summary(m: Mode) -> ModeSummary:
+    return ModeSummary(**m.model_dump(include=set(ModeSummary.model_fields)))
+
+
+def without_vectors(record: Record) -> dict[str, Any]:
+    return record.model_dump(mode="json", exclude={"embedding", "centroid"})
+
+
+class MemoryService:
+    """The memory of one run (`run_dir/memory`); one per server process, so one writer."""
+
+    def __init__(self, run_dir: Path, embedder=None):
+        self.run_dir = Path(run_dir).resolve()
+        self.store = MemoryStore.open(self.run_dir / "memory", embedder=embedder)
+        self._lock = threading.RLock()
+        self._indexed = any("embedding" in i.columns for i in self.store.table("diagnoses").list_indices())
+
+    # --- writes -------------------------------------------------------------------------------------------
+
+    def put(self, records: list[Record]) -> Written:
+        res = self.store.put_many(records)
+        table = next(iter(res.by_table), "") if res.by_table else ""
+        return Written(table=table, ids=[r.id for r in records], inserted=res.inserted, updated=res.updated)
+
+    def record_scene(self, scene: SceneRecord) -> Written:
+        """Store a scene record; a scene stored by the sim server (same id) fills spec_json and spec_hash."""
+        from servers.scenes import SceneStore
+
+        if scene.spec_json in ("", "{}"):
+            try:
+                spec = SceneStore(self.run_dir).spec(scene.id)
+            except (ValueError, LookupError):
+                spec = None
+            if spec is not None:
+                scene = scene.model_copy(update={"spec_json": spec.model_dump_json(), "spec_hash": spec.spec_hash()})
+        return self.put([scene])
+
+    def record_diagnosis(self, d: DiagnosisIn) -> DiagnosisRecorded:
+        with self._lock:
+            diag, mode, created = mode_ops.record_diagnosis(self.store, Diagnosis(**d.model_dump()), round_=d.round)
+            if not self._indexed and self.store.count("diagnoses") >= VECTOR_INDEX_MIN_ROWS:
+                self.store.create_indexes()
+                self._indexed = True
+        return DiagnosisRecorded(diagnosis_id=diag.id, mode_id=mode.id, created_mode=created, mode=mode_summary(mode))
+
+    def _update_mode(self, mode_id: str, change) -> Mode:
+        with self._lock, self.store.lock("modes"):
+            mode = self.mode(mode_id)
+            change(mode)
+            self.store.put(mode)
+            return mode
+
+    def set_status(self, mode_id: str, status: str, reason: str = "", round_: int | None = None) -> ModeSummary:
+        return mode_summary(self._update_mode(mode_id, lambda m: mode_ops.set_status(m, status, round_, reason)))
+
+    def learning_progress(self, mode_id: str, before: float, after: float, round_: int | None = None,
+                          training_program_id: str | None = None, updates: int = 0) -> ModeSummary:
+        """Fold a training outcome into the mode's importance (and into its training program's evidence)."""
+        if training_program_id is not None:
+            program = self.store.get("training_programs", training_program_id)
+            if program is None:
+                raise LookupError(f"unknown training_program_id {training_program_id!r}; store it with "
+                                  "put_training_program first")
+            self.store.put(record_outcome(program, before, after, updates))
+        return mode_summary(self._update_mode(mode_id, lambda m: mode_ops.observe_training(m, before, after, round_)))
+
+    def hardness(self, mode_id: str, successes: int | None, n: int | None, policy_id: str | None = None,
+                 round_: int | None = None, band: tuple[float, float] = DEFAULT_BAND) -> ModeSummary:
+        """Set p̂_j from given counts, or from the stored rollouts on the mode's scenes when counts are omitted."""
+        if (successes is None) != (n is None):
+            raise ValueError("give both successes and n, or neither (then they are counted from stored rollouts)")
+        if successes is None:
+            successes, n = mode_ops.hardness_from_store(self.store, mode_id, policy_id)
+            if n == 0:
+                raise ValueError(f"mode {mode_id!r} has no stored rollouts on its scenes; pass successes and n")
+        return mode_summary(self._update_mode(
+            mode_id, lambda m: mode_ops.observe_hardness(m, successes, n, round_, band)))
+
+    def allocate(self, budget: int, eps_novel: float = EPS_NOVEL, eps_replay: float = EPS_REPLAY,
+                 band: tuple[float, float] = DEFAULT_BAND, c: float = UCB_C, round_: int | None = None,
+                 record_visits: bool = True) -> AllocationResult:
+        """Split a round's budget over the modes; optionally count the units as visits of each mode."""
+        if band[0] > band[1]:
+            raise ValueError(f"band_low must not exceed band_high, got {band}")
+        with self._lock, self.store.lock("modes"):
+            modes = self.store.records("modes")
+            plan = allocate(modes, budget, eps_novel=eps_novel, eps_replay=eps_replay, c=c, band=band)
+            if record_visits:
+                units = {**plan.replay_per_mode}
+                for mid, n in plan.per_mode.items():
+                    units[mid] = units.get(mid, 0) + n
+                changed = [mode_ops.visit(m, units[m.id], round_) for m in modes if units.get(m.id)]
+                if changed:
+                    self.store.put_many(changed)
+        return AllocationResult(**plan.to_dict(), visits_recorded=record_visits)
+
+    def export(self, directory: str) -> ExportResult:
+        target = confine(self.run_dir, directory, "directory")
+        memory_dir = (self.run_dir / "memory").resolve()
+        if target == memory_dir or target.is_relative_to(memory_dir):
+            raise ValueError("export into a directory outside the store itself, e.g. 'exports/memory'")
+        manifest = self.store.export(target)
+        return ExportResult(directory=str(target.relative_to(self.run_dir)),
+                            rows={n: t["rows"] for n, t in manifest["tables"].items()})
+
+    # --- reads --------------------------------------------------------------------------------------------
+
+    def mode(self, mode_id: str) -> Mode:
+        mode = self.store.get("modes", mode_id)
+        if mode is None:
+            raise LookupError(f"unknown mode_id {mode_id!r}; list modes with list_modes")
+        return mode
+
+    def mode_detail(self, mode_id: str) -> ModeDetail:
+        m = self.mode(mode_id)
+        where = where_eq(mode_id=mode_id)
+        return ModeDetail(
+            **mode_summary(m).model_dump(),
+            history=[e.model_dump(mode="json") for e in m.history],
+            created_round=m.created_round,
+            diagnoses=[d.id for d in self.store.records("diagnoses", where, limit=50)],
+            generation_programs=self.store.count("generation_programs", where),
+            training_programs=self.store.count("training_programs", where),
+        )
+
+    def list_modes(self, status: str | None = None, factor: str | None = None, phase: str | None = None,
+                   offset: int = 0, limit: int = 50) -> list[ModeSummary]:
+        """Modes, hardest first (unmeasured count as 0.5), then by id."""
+        modes = self.store.records("modes", where_eq(status=status, factor=factor, phase=phase))
+        modes.sort(key=lambda m: (m.hardness if m.hardness is not None else 0.5, m.id))
+        return [mode_summary(m) for m in modes[offset : offset + limit]]
+
+    def search(self, query: str, k: int = 10, factor: str | None = None, phase: str | None = None,
+               mode_id: str | None = None) -> list[DiagnosisHit]:
+        hits = self.store.search_diagnoses(query, k, factor=factor, phase=phase, mode_id=mode_id)
+        return [DiagnosisHit(similarity=round(float(s), 6), diagnosis=without_vectors(d)) for d, s in hits]
+
+    def generation_programs(self, mode_id: str, in_pool_only: bool = True, limit: int = 50) -> list[GenerationProgram]:
+        return generation_programs(self.store, mode_id, in_pool_only=in_pool_only)[:limit]
+
+    def training_programs(self, mode_id: str | None, phase: str | None, improved: bool | None,
+                          limit: int = 50) -> list[TrainingProgram]:
+        return training_programs(self.store, mode_id=mode_id, phase=phase, improved=improved)[:limit]
+
+    def status(self) -> MemoryStatus:
+        return MemoryStatus(store=self.store.uri, rows=self.store.counts(), vector_index=self._indexed)

@@ -1,0 +1,192 @@
+"""MCP server `coda-trainer`: the action-chunk policy of a run — base SFT, rollouts, rollout evidence, critic + AWR
+training (optionally shaped by Text2potential programs), evaluation, checkpoints. Thin adapter over
+`policy.service.TrainerService`; long work runs as jobs (start → wait_job / get_job / cancel_job)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, Field
+
+from policy.service import TrainerService
+from servers.common import (
+    MAX_BATCH,
+    MAX_SOURCE_CHARS,
+    READ_ONLY,
+    RECORD_ID_PATTERN,
+    SCENE_ID_PATTERN,
+    WRITES,
+    WRITES_IDEMPOTENT,
+    image_content,
+    load_prompts,
+    new_server,
+    tool,
+)
+from servers.jobs import JobHandle, JobManager, register_job_tools
+from servers.scenes import SceneStore
+
+INSTRUCTIONS = """The run's action-chunk policy. Start with train_sft (base policy from planner demonstrations),
+then per round: collect_rollouts on scene_ids from the sim server, get_rollout_evidence for failed rollouts,
+start_training on rollout ids (optionally with Text2potential programs per scene), evaluate on suites. Long calls
+return a job_id: follow it with wait_job."""
+
+Family = Literal["pick_place", "stack", "articulated", "prep"]
+Suite = Literal["in", "instances", "layouts", "tasks", "categories"]
+SceneId = Annotated[str, Field(pattern=SCENE_ID_PATTERN)]
+RolloutId = Annotated[str, Field(pattern=RECORD_ID_PATTERN)]
+
+
+class JobStarted(BaseModel):
+    job_id: str
+    kind: str
+
+
+class RolloutEvidence(BaseModel):
+    rollout_id: str
+    scene_id: str
+    success: bool
+    steps: int
+    summary: str
+    evidence: dict[str, Any]
+
+
+class CheckpointList(BaseModel):
+    checkpoints: list[str]
+    current_step: int | None
+    has_critic: bool
+
+
+def build_server(run_dir: Path, device: str | None = None) -> MCPServer:
+    """The trainer server of `run_dir` (scenes are read from the sim server's store in the same run dir)."""
+    service = TrainerService(run_dir, device=device)
+    scenes = SceneStore(run_dir)
+    jobs = JobManager(run_dir / "jobs" / "trainer")
+    mcp = new_server("coda-trainer", INSTRUCTIONS)
+    register_job_tools(mcp, jobs)
+
+    def reporter(job: JobHandle):
+        return lambda done, total, metrics: job.progress(done, total, ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+
+    @tool(mcp, WRITES)
+    def train_sft(
+        families: Annotated[list[Family], Field(description="task families whose demos train the base policy",
+                                                min_length=1, max_length=4)],
+        demos_per_family: Annotated[int, Field(description="planner demonstrations per family", ge=1, le=2000)] = 60,
+        updates: Annotated[int, Field(description="behaviour-cloning updates", ge=1, le=100_000)] = 1000,
+    ) -> JobStarted:
+        """Start a job: base policy by behaviour cloning on planner demonstrations (replaces the current policy)."""
+        def run(job: JobHandle):
+            return service.sft(families, demos_per_family, updates, progress=reporter(job))
+
+        return JobStarted(job_id=jobs.start(run, kind="train_sft"), kind="train_sft")
+
+    @tool(mcp, WRITES)
+    def collect_rollouts(
+        scene_ids: Annotated[list[SceneId], Field(description="scenes to roll out in", min_length=1, max_length=MAX_BATCH)],
+        per_scene: Annotated[int, Field(description="rollouts per scene", ge=1, le=16)] = 1,
+        mode: Annotated[Literal["sample", "mean", "critic"], Field(description="action selection")] = "sample",
+        seed: Annotated[int, Field(ge=0, le=2**31 - 1, description="exploration seed")] = 0,
+        tag: Annotated[str, Field(pattern=r"^[a-z0-9]{1,16}$", description="prefix of the rollout ids")] = "r",
+    ) -> JobStarted:
+        """Start a job: roll the current policy out (batched); the result lists rollout ids with success."""
+        specs = [scenes.spec(s) for s in scene_ids]
+
+        def run(job: JobHandle):
+            job.progress(0, len(specs) * per_scene, "rolling out")
+            out = service.rollouts(specs, per_scene, mode=mode, seed=seed, tag=tag)
+            job.progress(len(out), len(out), "done")
+            return out
+
+        return JobStarted(job_id=jobs.start(run, kind="rollouts"), kind="rollouts")
+
+    @tool(mcp, READ_ONLY)
+    def get_rollout_evidence(
+        rollout_id: RolloutId,
+        keyframes: Annotated[bool, Field(description="also render keyframes (slower)")] = False,
+    ) -> RolloutEvidence:
+        """Evidence of one rollout: phase timeline, contacts and grasps, goal distances, predicate terms over time."""
+        from sim.evidence import extract_evidence
+
+        trace = service.trace(rollout_id)
+        ev = extract_evidence(trace, keyframes=keyframes)
+        return RolloutEvidence(rollout_id=rollout_id, scene_id=trace.spec.spec_hash(), success=trace.success,
+                               steps=trace.steps, summary=ev.to_prompt_text(), evidence=ev.model_dump(mode="json"))
+
+    @tool(mcp, READ_ONLY)
+    def rollout_keyframe(
+        rollout_id: RolloutId,
+        step: Annotated[int, Field(description="control step (0 = start)", ge=0, le=10_000)],
+        size: Annotated[int, Field(ge=32, le=512, description="pixels per camera")] = 224,
+    ):
+        """Render one step of a rollout (front and side cameras) as a PNG image."""
+        from sim.render import Cameras, side_by_side, to_png
+
+        trace = service.trace(rollout_id)
+        env = trace.replay_env()
+        trace.state_at(min(step, trace.steps), env)
+        with Cameras(env.model, size) as cams:
+            return image_content(to_png(side_by_side([cams.frame(env.data, c) for c in ("front", "side")])))
+
+    @tool(mcp, WRITES)
+    def start_training(
+        rollout_ids: Annotated[list[RolloutId], Field(description="rollouts to learn from", min_length=1, max_length=4096)],
+        potential_programs: Annotated[
+            dict[str, Annotated[str, Field(max_length=MAX_SOURCE_CHARS)]],
+            Field(description="Text2potential program source per scene_id (rollouts in other scenes stay sparse)"),
+        ] = {},  # noqa: B006 - pydantic copies defaults
+        demo_families: Annotated[list[Family], Field(description="families whose planner demos are mixed in as BC")] = [],  # noqa: B006
+        demos_per_family: Annotated[int, Field(ge=0, le=2000)] = 0,
+        critic_updates: Annotated[int, Field(ge=0, le=100_000, description="K_Q critic updates")] = 200,
+        policy_updates: Annotated[int, Field(ge=0, le=100_000, description="K_pi policy updates")] = 200,
+        lora: Annotated[bool, Field(description="fine-tune LoRA adapters on the base policy")] = False,
+    ) -> JobStarted:
+        """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates."""
+        def run(job: JobHandle):
+            potentials = None
+            if potential_programs:
+                from sim.potential import potentials_for_trace
+
+                potentials = {}
+                for i, rid in enumerate(rollout_ids):
+                    trace = service.trace(rid)
+                    source = potential_programs.get(trace.spec.spec_hash())
+                    if source:
+                        potentials[rid] = potentials_for_trace(source, trace)
+                    job.progress(i + 1, len(rollout_ids), "potentials")
+            return service.train(rollout_ids, potentials=potentials, demo_families=demo_families,
+                                 demos_per_family=demos_per_family, critic_updates=critic_updates,
+                                 policy_updates=policy_updates, lora=lora, progress=reporter(job))
+
+        return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")
+
+    @tool(mcp, READ_ONLY)
+    def evaluate(
+        families: Annotated[list[Family], Field(min_length=1, max_length=4, description="families to evaluate")],
+        suites: Annotated[list[Suite], Field(min_length=1, max_length=5, description="evaluation suites")] = ["in"],  # noqa: B006
+        n: Annotated[int, Field(ge=1, le=200, description="scenes per (family, suite)")] = 10,
+        mode: Annotated[Literal["mean", "critic"], Field(description="action selection")] = "mean",
+    ) -> JobStarted:
+        """Start a job: success rate ± standard error per (family, suite) on fixed evaluation scenes."""
+        def run(job: JobHandle):
+            return service.evaluate(families, suites, n, mode=mode)
+
+        return JobStarted(job_id=jobs.start(run, kind="evaluate"), kind="evaluate")
+
+    @tool(mcp, READ_ONLY)
+    def list_checkpoints() -> CheckpointList:
+        """Saved checkpoints of this run and the current policy's update count."""
+        st = service.state
+        return CheckpointList(checkpoints=service.checkpoints(), current_step=None if st is None else st.step,
+                              has_critic=bool(st is not None and st.critic is not None))
+
+    @tool(mcp, WRITES_IDEMPOTENT)
+    def load_checkpoint(tag: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.\-]{1,64}$", description="checkpoint name")]
+                        ) -> CheckpointList:
+        """Make a saved checkpoint the current policy."""
+        service.load(tag)
+        return list_checkpoints()
+
+    load_prompts(mcp)
+    return mcp

@@ -1,0 +1,194 @@
+"""The pure core of the verifier server: reports for programs and specs, predicate checks, potential checks.
+
+    verify_source(source, seed=0)                      # VerifyResult (sandboxed run + every verifier check)
+    parse_predicate("inside(mug, bowl) & ~grasped(mug)")   # or the JSON form
+    check_predicate(text, spec)                        # PredicateCheck: parses? known objects? false at start?
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from servers.common import MAX_JSON_CHARS
+from sim.predicates import ATOMS, Predicate
+from sim.spec import SceneSpec
+from sim.verify import CheckResult, VerifyReport
+
+
+class VerifyResult(BaseModel):
+    """The verifier's verdict: every check in order, with what to fix for the failed ones."""
+
+    passed: bool
+    summary: str = Field(description="'all checks passed' or the failed checks and their messages")
+    checks: list[CheckResult]
+    spec_hash: str | None = Field(None, description="hash of the spec that was verified (its scene_id)")
+    seconds: float
+
+
+def result_of(report: VerifyReport) -> VerifyResult:
+    return VerifyResult(passed=report.passed, summary=report.summary(), checks=report.checks,
+                        spec_hash=report.spec_hash, seconds=round(report.seconds, 4))
+
+
+def verify_source(source: str, seed: int = 0, planner: bool = False) -> VerifyResult:
+    from sim.verify import verify_program
+
+    return result_of(verify_program(source, seed=seed, planner=planner))
+
+
+def verify_spec_json(spec: SceneSpec | dict, planner: bool = False) -> VerifyResult:
+    from sim.verify import verify_spec
+
+    return result_of(verify_spec(spec, planner=planner))
+
+
+def checked_spec(spec: dict) -> dict:
+    """A spec argument within the size limit (its validity is the verifier's first check)."""
+    size = len(json.dumps(spec, default=str))
+    if size > MAX_JSON_CHARS:
+        raise ValueError(f"spec is {size} characters of JSON; the limit is {MAX_JSON_CHARS}")
+    return spec
+
+
+# --- predicates -------------------------------------------------------------------------------------------
+
+_PREDICATE = TypeAdapter(Predicate)
+
+
+def parse_predicate(text: str) -> Predicate:
+    """A predicate from its JSON form or from SDK syntax such as `inside(mug, bowl) & ~grasped(mug)`."""
+    text = text.strip()
+    if text.startswith("{"):
+        return _PREDICATE.validate_json(text)
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"predicate is neither JSON nor SDK syntax: {exc.msg} at column {exc.offset}") from None
+    return _predicate_node(tree.body)
+
+
+def _predicate_node(node: ast.AST) -> Predicate:
+    import sim.predicates as preds
+
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr)):
+        left, right = _predicate_node(node.left), _predicate_node(node.right)
+        return left & right if isinstance(node.op, ast.BitAnd) else left | right
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return ~_predicate_node(node.operand)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATOMS:
+        args = [_symbol(a) for a in node.args]
+        kwargs = {k.arg: _number(k.value) for k in node.keywords if k.arg is not None}
+        if len(kwargs) != len(node.keywords):
+            raise ValueError("predicate atoms take no **kwargs")
+        try:
+            return getattr(preds, node.func.id)(*args, **kwargs)
+        except TypeError as exc:
+            raise ValueError(f"{node.func.id}(...): {exc}") from None
+    raise ValueError(
+        f"unsupported predicate syntax at column {getattr(node, 'col_offset', 0)}: use atoms "
+        f"({', '.join(ATOMS)}) over object names, combined with &, | and ~"
+    )
+
+
+def _symbol(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    raise ValueError(f"predicate arguments must be object names, got {ast.unparse(node)!r}")
+
+
+def _number(node: ast.AST) -> float:
+    value = ast.literal_eval(node) if isinstance(node, (ast.Constant, ast.UnaryOp)) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"predicate parameters must be numbers, got {ast.unparse(node)!r}")
+    return float(value)
+
+
+class PredicateCheck(BaseModel):
+    """Whether a success predicate parses, names the scene's objects, evaluates, and is false at the start."""
+
+    parses: bool
+    text: str | None = Field(None, description="the predicate in SDK syntax")
+    predicate: dict[str, Any] | None = Field(None, description="the predicate as JSON")
+    unknown_objects: list[str] = Field(default_factory=list)
+    evaluable: bool = False
+    value_at_start: bool | None = None
+    false_at_start: bool = Field(False, description="true when the task still needs doing at the start (required)")
+    terms: dict[str, bool] = Field(default_factory=dict, description="truth of every atom at the start")
+    ok: bool = Field(False, description="parses, known objects, evaluable and false at start")
+    message: str = ""
+
+
+def check_predicate(text: str, spec: SceneSpec) -> PredicateCheck:
+    """Check a predicate against a scene (never raises for a bad predicate: the report says what is wrong)."""
+    from sim.env import CodaEnv
+    from sim.predicates import terms
+
+    try:
+        pred = parse_predicate(text)
+    except (ValueError, ValidationError) as exc:
+        msg = str(exc).split("\n    For further information")[0]
+        return PredicateCheck(parses=False, message=f"does not parse: {msg}")
+    out = PredicateCheck(parses=True, text=str(pred), predicate=_PREDICATE.dump_python(pred, mode="json"))
+    names = set(spec.object_names())
+    out.unknown_objects = sorted(pred.objects() - names - {"table"})
+    if out.unknown_objects:
+        out.message = f"unknown object(s) {out.unknown_objects}; the scene's objects: {sorted(names)}"
+        return out
+    env = CodaEnv(spec)
+    env.reset()
+    try:
+        value = bool(pred.evaluate(env.state))
+        out.terms = terms(pred, env.state)
+    except Exception as exc:  # noqa: BLE001 - evaluation failures are the report's subject
+        out.message = f"does not evaluate: {type(exc).__name__}: {exc}"
+        return out
+    out.evaluable, out.value_at_start, out.false_at_start = True, value, not value
+    out.ok = not value
+    out.message = "ok" if out.ok else "the predicate is already true at the start; the task would need no action"
+    return out
+
+
+# --- Text2potential programs ------------------------------------------------------------------------------
+
+
+class PotentialCheck(BaseModel):
+    """The potential checker's report on a Text2potential program (`sim.potential.check_program`)."""
+
+    ok: bool = Field(description="every check passed")
+    errors: list[str] = Field(default_factory=list, description="what to fix, one item per failed check")
+    report: dict[str, Any] = Field(description="the checker's full report (subgoals, timing, Φ along demos)")
+    rollouts: list[str] = Field(description="rollout traces whose states were checked")
+    demos: list[str] = Field(description="successful demonstrations Φ must rise along")
+
+
+def potential_module():
+    """`sim.potential`, or LookupError when this build has none yet."""
+    import importlib
+
+    try:
+        mod = importlib.import_module("sim.potential")
+    except ModuleNotFoundError as exc:
+        if exc.name != "sim.potential":
+            raise
+        raise LookupError("sim.potential is not available in this build; potential programs cannot be checked") from None
+    for name in ("check_program", "episode"):
+        if not hasattr(mod, name):
+            raise LookupError(f"sim.potential has no {name}(); update the potential library")
+    return mod
+
+
+def check_potential(source: str, spec: SceneSpec, rollouts: dict[str, Any], demos: dict[str, Any],
+                    every: int = 1) -> PotentialCheck:
+    """Run the potential checks on the states of `rollouts` and `demos` ({trace name: Trace})."""
+    mod = potential_module()
+    report = mod.check_program(source, spec, [mod.episode(t, every) for t in rollouts.values()],
+                               [mod.episode(t, every) for t in demos.values()])
+    data = report.model_dump(mode="json") if isinstance(report, BaseModel) else dict(report)
+    return PotentialCheck(ok=bool(data.get("ok")), errors=list(data.get("errors", [])), report=data,
+                          rollouts=list(rollouts), demos=list(demos))

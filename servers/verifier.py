@@ -1,0 +1,101 @@
+"""MCP server `coda-verifier`: verify scene programs and scenes, check success predicates and Text2potential programs.
+Thin adapter over `servers.verification` (which wraps `sim.verify`, `sim.potential`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from servers import verification
+from servers.common import (
+    MAX_SOURCE_CHARS,
+    MAX_TEXT_CHARS,
+    READ_ONLY,
+    RECORD_ID_PATTERN,
+    SCENE_ID_PATTERN,
+    load_prompts,
+    new_server,
+    tool,
+)
+from servers.scenes import SceneStore
+from servers.verification import PotentialCheck, PredicateCheck, VerifyResult
+
+INSTRUCTIONS = """Checks scenes before any rollout: verify_program runs a scene program in the sandbox and applies
+every check (executes, spec_valid, compiles, scale_plausible, collision_free, stable, reachable, predicate_evaluable,
+predicate_false_at_start, optionally planner_solvable); each failed check says what to change. verify_scene checks a
+stored scene (scene_id from the sim server) or a spec. check_predicate and check_potential check a success predicate
+and a Text2potential program against a scene."""
+
+SceneId = Annotated[str, Field(description="scene id (spec hash) from the sim server", pattern=SCENE_ID_PATTERN)]
+Source = Annotated[str, Field(description="program source (Python)", min_length=1, max_length=MAX_SOURCE_CHARS)]
+Planner = Annotated[bool, Field(description="also require the scripted planner to solve the scene (slower)")]
+
+
+def build_server(run_dir: Path) -> MCPServer:
+    """The verifier server; scenes and traces are read from `run_dir` (shared with the sim server)."""
+    store = SceneStore(run_dir)
+    mcp = new_server("coda-verifier", INSTRUCTIONS)
+
+    @tool(mcp, READ_ONLY)
+    def verify_program(
+        source: Source,
+        seed: Annotated[int, Field(description="value of `seed` in the program", ge=0, le=2**31 - 1)] = 0,
+        planner: Planner = False,
+    ) -> VerifyResult:
+        """Run a scene program in the sandbox and verify the scene it builds (each check, what to fix)."""
+        return verification.verify_source(source, seed, planner)
+
+    @tool(mcp, READ_ONLY)
+    def verify_scene(
+        scene_id: Annotated[str | None, Field(description="a stored scene (give this or spec)",
+                                              pattern=SCENE_ID_PATTERN)] = None,
+        spec: Annotated[dict[str, Any] | None, Field(description="a SceneSpec JSON object, e.g. get_scene's 'spec' "
+                                                     "(give this or scene_id)")] = None,
+        planner: Planner = False,
+    ) -> VerifyResult:
+        """Verify a stored scene or a scene spec (each check, what to fix)."""
+        if (scene_id is None) == (spec is None):
+            raise ValueError("give exactly one of scene_id or spec")
+        checked = store.spec(scene_id) if scene_id is not None else verification.checked_spec(spec)
+        return verification.verify_spec_json(checked, planner)
+
+    @tool(mcp, READ_ONLY)
+    def check_predicate(
+        predicate: Annotated[str, Field(
+            description="success predicate in SDK syntax, e.g. 'inside(mug, bowl) & ~grasped(mug)', or its JSON form",
+            min_length=1, max_length=MAX_TEXT_CHARS)],
+        scene_id: SceneId,
+    ) -> PredicateCheck:
+        """Does a predicate parse, name the scene's objects, evaluate, and start false?"""
+        return verification.check_predicate(predicate, store.spec(scene_id))
+
+    @tool(mcp, READ_ONLY)
+    def check_potential(
+        source: Source,
+        scene_id: SceneId,
+        trace_ids: Annotated[list[Annotated[str, Field(pattern=RECORD_ID_PATTERN)]], Field(
+            description="stored rollouts (trainer rollout ids or saved trace ids) whose states the program runs on",
+            max_length=16)] = [],  # noqa: B006 - pydantic copies defaults
+        planner_demo: Annotated[bool, Field(
+            description="also run on the scripted planner's demonstration of the scene (Φ must rise along it)")] = True,
+        every: Annotated[int, Field(description="check every n-th state of each trace", ge=1, le=50)] = 1,
+    ) -> PotentialCheck:
+        """Check a Text2potential program: syntax, names, and Φ on rollout states (finite, in [0, 1], fast, rising)."""
+        verification.potential_module()  # fail fast when this build has no checker
+        spec = store.spec(scene_id)
+        rollouts = {t: store.trace(t) for t in trace_ids}
+        demos = {}
+        if planner_demo:
+            demo = store.planner_trace(scene_id)
+            if demo.success:
+                demos[f"planner-{scene_id}"] = demo
+        if not rollouts and not demos:
+            raise ValueError("no states to check: pass trace_ids, or keep planner_demo (the planner did not solve "
+                             "this scene)")
+        return verification.check_potential(source, spec, rollouts, demos, every)
+
+    load_prompts(mcp)
+    return mcp

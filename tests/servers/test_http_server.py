@@ -1,0 +1,93 @@
+"""The sim server over streamable HTTP (`coda serve sim --transport http`): tools, bearer token, host checks."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_testing import FAULTY_PROGRAM, REPO, SCENE_PROGRAM, err, ok, serve_args
+
+from servers.transport import HttpOptions, free_port, security_settings, wait_for_port
+
+TOKEN = "test-token-0123456789"
+
+
+def _post(url: str, headers: dict[str, str]) -> int:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}).encode()
+    req = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, *serve_args("sim", tmp_path, "--transport", "http", "--port", str(port),
+                                                         "--token", TOKEN)],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(proc, "127.0.0.1", port)
+        yield f"http://127.0.0.1:{port}/mcp", port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.integration
+def test_tools_over_http_with_token(http_server):
+    url, port = http_server
+
+    async def main():
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as c:
+                assert len((await c.list_tools()).tools) == 9
+                assert (await ok(c, "list_assets", {"kind": "articulated"}))["total"] == 4
+                assert "ZeroDivisionError" in await err(c, "create_scene", {"source": FAULTY_PROGRAM})
+                made = await ok(c, "create_scene", {"source": SCENE_PROGRAM})
+                image = await c.call_tool("render_scene", {"scene_id": made["scene_id"], "size": 64})
+                assert image.content[0].mime_type == "image/png"
+                assert (await ok(c, "run_planner", {"scene_id": made["scene_id"]}))["steps"] > 0
+
+    asyncio.run(main())
+    assert _post(url, {}) == 401  # no token
+    assert _post(url, {"Authorization": "Bearer wrong-token-000"}) == 401
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert _post(url, {**auth, "Host": "evil.example:80"}) == 421  # DNS rebinding: foreign Host refused
+    assert _post(url, {**auth, "Origin": "http://evil.example"}) == 403
+    assert _post(url, {**auth, "Host": f"localhost:{port}"}) == 200
+
+
+def test_http_options_refuse_unsafe_binds():
+    assert HttpOptions().host == "127.0.0.1"
+    with pytest.raises(ValueError, match="without a bearer token"):
+        HttpOptions(host="0.0.0.0")
+    with pytest.raises(ValueError, match="at least 8"):
+        HttpOptions(token="short")
+    opened = HttpOptions(host="0.0.0.0", token=TOKEN, allowed_hosts=("myhost:8731",))
+    settings = security_settings(opened)
+    assert "myhost:8731" in settings.allowed_hosts and "localhost:*" in settings.allowed_hosts
+    assert "evil.example:*" not in settings.allowed_hosts
+
+
+def test_serve_refuses_public_bind_without_token(tmp_path, monkeypatch, capsys):
+    from coda.commands import serve
+
+    monkeypatch.delenv(serve.TOKEN_ENV, raising=False)
+    args = argparse.Namespace(server="sim", transport="http", host="0.0.0.0", port=None, run_dir=str(tmp_path),
+                              token=None, allow_host=[], embedder=None)
+    assert serve.run(args) == 2
+    assert "bearer token" in capsys.readouterr().err

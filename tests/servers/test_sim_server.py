@@ -1,0 +1,139 @@
+"""The sim server in memory: every tool, resources, limits, and errors that say what to fix."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+
+import pytest
+from mcp import Client
+from mcp_testing import FAULTY_PROGRAM, SCENE_PROGRAM, err, ok
+from PIL import Image as PILImage
+
+from servers.common import PROMPTS_DIR
+from servers.sim import build_server
+
+TOOLS = {
+    "list_assets": (True, False, True),
+    "sdk_reference": (True, False, True),
+    "create_scene": (False, False, True),
+    "sample_scene": (False, False, True),
+    "resample_scene": (False, False, True),
+    "get_scene": (True, False, True),
+    "list_scenes": (True, False, True),
+    "render_scene": (True, False, True),
+    "run_planner": (False, False, True),
+}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def server(tmp_path):
+    return build_server(tmp_path)
+
+
+def test_tools_and_their_annotations(server):
+    async def main():
+        async with Client(server) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert set(tools) == set(TOOLS)
+            for name, (ro, destructive, idem) in TOOLS.items():
+                a = tools[name].annotations
+                assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (
+                    ro, destructive, idem, False), name
+                assert tools[name].description and "\n" not in tools[name].description.strip()
+                for prop in tools[name].input_schema.get("properties", {}).values():
+                    assert prop.get("description"), f"{name} has an argument without a description"
+            assert tools["get_scene"].output_schema is not None
+            prompts = {p.name for p in (await c.list_prompts()).prompts}
+            assert prompts == {p.stem for p in PROMPTS_DIR.glob("*.md")}  # whatever prompts/ holds
+
+    run(main())
+
+
+def test_assets_and_reference(server):
+    async def main():
+        async with Client(server) as c:
+            page = await ok(c, "list_assets", {"kind": "container", "split": "train", "limit": 3})
+            assert page["total"] > 3 and len(page["categories"]) == 3
+            assert all(cat["container"] and cat["split"] == "train" for cat in page["categories"])
+            fruit = await ok(c, "list_assets", {"tag": "fruit", "limit": 200})
+            assert {cat["name"] for cat in fruit["categories"]} >= {"apple", "banana"}
+            assert "valid tags" in await err(c, "list_assets", {"tag": "no-such-tag"})
+            assert "limit" in await err(c, "list_assets", {"limit": 1000})
+            ref = (await c.call_tool("sdk_reference", {})).content[0].text
+            assert "scene.add_object" in ref and "inside(" in ref and "pick_place" in ref
+
+    run(main())
+
+
+def test_scene_lifecycle(server, tmp_path):
+    async def main():
+        async with Client(server) as c:
+            made = await ok(c, "create_scene", {"source": SCENE_PROGRAM, "seed": 0})
+            sid = made["scene_id"]
+            assert made["instruction"] == "put the mug in the bowl"
+            assert {o["name"] for o in made["objects"]} == {"mug", "bowl"}
+            assert (tmp_path / "scenes" / f"{sid}.json").is_file() and (tmp_path / "scenes" / f"{sid}.py").is_file()
+            again = await ok(c, "create_scene", {"source": SCENE_PROGRAM, "seed": 0})
+            assert again["scene_id"] == sid  # idempotent: same program and seed, same scene
+
+            detail = await ok(c, "get_scene", {"scene_id": sid})
+            assert detail["spec"]["task"]["instruction"] == made["instruction"]
+            assert "scene.set_task(" in detail["program"] and detail["source"] == SCENE_PROGRAM
+
+            sampled = await ok(c, "sample_scene", {"family": "stack", "seed": 2})
+            held = await ok(c, "sample_scene", {"family": "stack", "seed": 2, "split": "categories"})
+            assert held["scene_id"] != sampled["scene_id"]
+            varied = await ok(c, "resample_scene", {"scene_id": sampled["scene_id"], "factor": "layout", "seed": 1})
+            assert varied["parent"] == sampled["scene_id"] and varied["varied"] == "layout"
+            assert varied["instruction"] == sampled["instruction"]
+            listed = await ok(c, "list_scenes", {"limit": 10})
+            assert listed["total"] == 4
+
+            res = await c.call_tool("render_scene", {"scene_id": sid, "cameras": ["front"], "size": 96})
+            assert not res.is_error and res.content[0].mime_type == "image/png"
+            png = base64.b64decode(res.content[0].data)
+            assert len(png) < 1_000_000 and PILImage.open(io.BytesIO(png)).size == (96, 96)
+
+            demo = await ok(c, "run_planner", {"scene_id": sampled["scene_id"], "save_trace": True})
+            assert isinstance(demo["success"], bool) and demo["steps"] > 0 and demo["subgoals"]
+            assert (tmp_path / "traces" / f"{demo['trace_id']}.npz").is_file()
+
+            spec = json.loads((await c.read_resource(f"sim://scenes/{sid}")).contents[0].text)
+            assert spec["task"]["instruction"] == made["instruction"]
+            assert "Scene API" in (await c.read_resource("sim://sdk")).contents[0].text
+            assets = json.loads((await c.read_resource("sim://assets")).contents[0].text)
+            assert assets["total"] == len(assets["categories"]) > 50
+
+    run(main())
+
+
+def test_errors_say_what_to_fix_and_the_server_keeps_serving(server):
+    async def main():
+        async with Client(server) as c:
+            failed = await err(c, "create_scene", {"source": FAULTY_PROGRAM})
+            assert "ZeroDivisionError" in failed and "line 6" in failed
+            forbidden = await err(c, "create_scene", {"source": "import os\nscene = None\n"})
+            assert "os" in forbidden
+            assert "source" in await err(c, "create_scene", {"source": "x" * 100_001})  # size limit names the argument
+            assert "seed" in await err(c, "create_scene", {"source": SCENE_PROGRAM, "seed": -1})
+            unknown = await err(c, "get_scene", {"scene_id": "0123456789abcdef"})
+            assert "unknown scene_id '0123456789abcdef'" in unknown and "sample_scene" in unknown
+            assert "scene_id" in await err(c, "get_scene", {"scene_id": "../../etc/passwd"})
+            assert "family" in await err(c, "sample_scene", {"family": "juggling"})
+            made = await ok(c, "sample_scene", {"family": "pick_place", "seed": 0})
+            assert "size" in await err(c, "render_scene", {"scene_id": made["scene_id"], "size": 4096})
+            assert "cameras" in await err(c, "render_scene", {"scene_id": made["scene_id"], "cameras": ["top"]})
+            assert "factor" in await err(c, "resample_scene", {"scene_id": made["scene_id"], "factor": "colour"})
+            assert "scene_id" in await err(c, "get_scene", {})
+            with pytest.raises(Exception, match="unknown scene_id"):
+                await c.read_resource("sim://scenes/0123456789abcdef")
+            assert (await ok(c, "create_scene", {"source": SCENE_PROGRAM}))["scene_id"]  # still serving
+
+    run(main())

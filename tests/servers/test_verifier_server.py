@@ -1,0 +1,179 @@
+"""The verifier server in memory: programs, scenes, predicates, potentials."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import json
+
+import pytest
+from mcp import Client
+from mcp_testing import FAULTY_PROGRAM, SCENE_PROGRAM, UNSTABLE_PROGRAM, err, ok
+
+from servers.scenes import SceneStore
+from servers.verification import parse_predicate
+from servers.verifier import build_server
+
+HAS_POTENTIAL = importlib.util.find_spec("sim.potential") is not None and hasattr(
+    importlib.import_module("sim.potential"), "check_program")
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def stored(tmp_path):
+    """(run_dir, scene_id) with one pick_place seed scene stored."""
+    return tmp_path, SceneStore(tmp_path).sample("pick_place", 0).scene_id
+
+
+def test_annotations_are_read_only(tmp_path):
+    async def main():
+        async with Client(build_server(tmp_path)) as c:
+            tools = {t.name: t.annotations for t in (await c.list_tools()).tools}
+            assert set(tools) == {"verify_program", "verify_scene", "check_predicate", "check_potential"}
+            assert all(a.read_only_hint and a.idempotent_hint and not a.destructive_hint for a in tools.values())
+
+    run(main())
+
+
+def test_verify_programs_with_reasons(tmp_path):
+    async def main():
+        async with Client(build_server(tmp_path)) as c:
+            good = await ok(c, "verify_program", {"source": SCENE_PROGRAM, "seed": 0})
+            assert good["passed"] and good["summary"] == "all checks passed" and good["spec_hash"]
+            assert [ch["name"] for ch in good["checks"]][:3] == ["executes", "spec_valid", "compiles"]
+            bad = await ok(c, "verify_program", {"source": FAULTY_PROGRAM})
+            assert not bad["passed"] and bad["checks"][0]["name"] == "executes"
+            assert "ZeroDivisionError" in bad["summary"]
+            clash = await ok(c, "verify_program", {"source": UNSTABLE_PROGRAM})
+            failed = [ch for ch in clash["checks"] if not ch["passed"]]
+            assert failed and failed[0]["name"] == "collision_free" and "move them apart" in failed[0]["message"]
+            planned = await ok(c, "verify_program", {"source": SCENE_PROGRAM, "planner": True})
+            assert planned["checks"][-1]["name"] == "planner_solvable"
+
+    run(main())
+
+
+def test_verify_scene_by_id_or_spec(stored):
+    run_dir, sid = stored
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            by_id = await ok(c, "verify_scene", {"scene_id": sid})
+            assert by_id["passed"] and by_id["spec_hash"] == sid
+            spec = json.loads((run_dir / "scenes" / f"{sid}.json").read_text())
+            assert (await ok(c, "verify_scene", {"spec": spec}))["spec_hash"] == sid
+            assert (await ok(c, "verify_scene", {"spec": json.dumps(spec)}))["spec_hash"] == sid  # JSON text too
+            spec["attributes"]["objects"][0]["mass"] = -1.0
+            invalid = await ok(c, "verify_scene", {"spec": spec})
+            assert not invalid["passed"] and invalid["checks"][0]["name"] == "spec_valid"
+            assert "mass" in invalid["summary"]
+            assert "exactly one" in await err(c, "verify_scene", {})
+            assert "exactly one" in await err(c, "verify_scene", {"scene_id": sid, "spec": {}})
+            assert "spec" in await err(c, "verify_scene", {"spec": "{nope"})
+            assert "limit" in await err(c, "verify_scene", {"spec": {"meta": "x" * 300_000}})
+            assert "unknown scene_id" in await err(c, "verify_scene", {"scene_id": "f" * 16})
+
+    run(main())
+
+
+def test_parse_predicate_forms():
+    text = "inside(mug, bowl) & ~grasped(mug) | lifted(mug, height=0.1)"
+    pred = parse_predicate(text)
+    assert str(pred) == "(inside(mug, bowl) & ~grasped(mug)) | lifted(mug, height=0.1)"
+    assert parse_predicate(pred.model_dump_json()) == pred
+    for bad in ("__import__('os')", "inside(mug)", "inside(mug, bowl) and grasped(mug)", "lifted(mug, height='x')"):
+        with pytest.raises(ValueError):
+            parse_predicate(bad)
+
+
+def test_check_predicate(stored):
+    run_dir, sid = stored
+    spec = SceneStore(run_dir).spec(sid)
+    target = spec.task.with_role("target")[0].name
+    receptacle = spec.task.with_role("receptacle")[0].name
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            good = await ok(c, "check_predicate", {"predicate": f"inside({target}, {receptacle})", "scene_id": sid})
+            assert good["ok"] and good["false_at_start"] and good["terms"] == {f"inside({target}, {receptacle})": False}
+            as_json = await ok(c, "check_predicate", {"predicate": json.dumps(good["predicate"]), "scene_id": sid})
+            assert as_json["ok"]
+            trivially = await ok(c, "check_predicate", {"predicate": f"~grasped({target})", "scene_id": sid})
+            assert trivially["evaluable"] and not trivially["ok"] and "already true" in trivially["message"]
+            stranger = await ok(c, "check_predicate", {"predicate": "on(spoon, table)", "scene_id": sid})
+            assert stranger["unknown_objects"] == ["spoon"] and target in stranger["message"]
+            garbage = await ok(c, "check_predicate", {"predicate": "open(sesame)", "scene_id": sid})
+            assert not garbage["parses"] and "unsupported" in garbage["message"]
+            assert "predicate" in await err(c, "check_predicate", {"predicate": "", "scene_id": sid})
+
+    run(main())
+
+
+POTENTIAL = """from sim import helpers as h
+
+SUBGOALS = ["grasp the {t}", "put the {t} in the {r}"]
+LEARNING_TOOL = "awr_shaped"
+
+
+def complete_1(state):
+    return h.is_grasped(state, "{t}") or h.is_inside(state, "{t}", "{r}")
+
+
+def potential_1(state):
+    return max(0.0, min(1.0, 1.0 - h.tcp_distance(state, "{t}") / 0.5))
+
+
+def complete_2(state):
+    return h.is_inside(state, "{t}", "{r}")
+
+
+def potential_2(state):
+    return max(0.0, min(1.0, 1.0 - h.xy_distance(state, "{t}", "{r}") / 0.5))
+"""
+
+
+@pytest.mark.skipif(HAS_POTENTIAL, reason="sim.potential exists: the real checker is exercised below")
+def test_check_potential_without_the_library_says_so(stored):
+    run_dir, sid = stored
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            text = await err(c, "check_potential", {"source": "SUBGOALS = []\n", "scene_id": sid})
+            assert "sim.potential is not available" in text
+
+    run(main())
+
+
+@pytest.mark.skipif(not HAS_POTENTIAL, reason="sim.potential (check_program) is not in this build")
+def test_check_potential_on_demo_and_rollout_states(stored):
+    run_dir, sid = stored
+    store = SceneStore(run_dir)
+    spec = store.spec(sid)
+    t, r = spec.task.with_role("target")[0].name, spec.task.with_role("receptacle")[0].name
+    demo = store.run_planner(sid, save_trace=True)
+    trace_id = demo.trace_id
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            good = await ok(c, "check_potential", {"source": POTENTIAL.format(t=t, r=r), "scene_id": sid,
+                                                   "trace_ids": [trace_id], "every": 2})
+            assert good["ok"], good["errors"]
+            assert good["rollouts"] == [trace_id]
+            assert good["demos"] == ([f"planner-{sid}"] if demo.success else [])  # only solved demos count
+            assert good["report"]["subgoals"] == [f"grasp the {t}", f"put the {t} in the {r}"]
+            too_big = POTENTIAL.format(t=t, r=r).replace("def potential_1(state):\n    return",
+                                                          "def potential_1(state):\n    return 1.5 +")
+            bad = await ok(c, "check_potential", {"source": too_big, "scene_id": sid})
+            assert not bad["ok"] and "[0, 1]" in bad["errors"][0]
+            unnamed = await ok(c, "check_potential", {"source": "SUBGOALS = ['x']\n", "scene_id": sid})
+            assert not unnamed["ok"] and any("complete_1" in e for e in unnamed["errors"])
+            assert "unknown trace_id" in await err(c, "check_potential", {"source": "x = 1\n", "scene_id": sid,
+                                                                         "trace_ids": ["missing"]})
+            assert "trace_ids" in await err(c, "check_potential", {"source": "x = 1\n", "scene_id": sid,
+                                                                  "trace_ids": ["../../etc/passwd"]})
+
+    run(main())
