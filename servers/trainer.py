@@ -146,14 +146,14 @@ def build_server(run_dir: Path, device: str | None = None) -> MCPServer:
         def run(job: JobHandle):
             potentials = None
             if potential_programs:
-                from sim.potential import potentials_for_trace
+                from sim.potential import potentials as staged_potentials
 
                 potentials = {}
                 for i, rid in enumerate(rollout_ids):
                     trace = service.trace(rid)
                     source = potential_programs.get(trace.spec.spec_hash())
                     if source:
-                        potentials[rid] = potentials_for_trace(source, trace)
+                        potentials[rid] = staged_potentials(source, trace.spec, trace)
                     job.progress(i + 1, len(rollout_ids), "potentials")
             return service.train(rollout_ids, potentials=potentials, demo_families=demo_families,
                                  demos_per_family=demos_per_family, critic_updates=critic_updates,

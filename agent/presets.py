@@ -1,0 +1,74 @@
+"""Run presets: the budgets of a co-evolution run (SPEC §8). `quick` fits two CPU cores; `paper` is the paper's."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+from sim.constants import FAMILIES
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    families: tuple[str, ...] = FAMILIES
+    """task families co-evolved in this run"""
+    demos_per_family: int = 60
+    """planner demonstrations per family for the base SFT"""
+    sft_updates: int = 1200
+    """behaviour-cloning updates of the base policy"""
+    rounds: int = 2
+    """generation rounds"""
+    seed_scenes_per_family: int = 6
+    """seed scenes per family in round 0 (before any mode exists)"""
+    targeted_per_family: int = 6
+    """B: targeted environments per family per round (a control batch of the same size comes with them)"""
+    rollouts_per_scene: int = 2
+    """N: rollouts per valid environment"""
+    max_diagnoses: int = 6
+    """C: failed rollouts examined per (family, batch) stratum"""
+    critic_updates: int = 150
+    """K_Q: critic updates per round"""
+    policy_updates: int = 150
+    """K_π: policy updates per round"""
+    eval_per_suite: int = 6
+    """evaluation scenes per (family, suite)"""
+    band: tuple[float, float] = (0.1, 0.9)
+    """success band of a mode's variants"""
+    eps_novel: float = 0.15
+    eps_replay: float = 0.10
+    lora: bool = False
+    """fine-tune LoRA adapters in rounds (True) or all weights"""
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in ("demos_per_family", "sft_updates", "rounds", "targeted_per_family", "rollouts_per_scene",
+                     "eval_per_suite"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        unknown = set(self.families) - set(FAMILIES)
+        if unknown:
+            raise ValueError(f"unknown families {sorted(unknown)}; valid: {', '.join(FAMILIES)}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def budget(self) -> int:
+        """Generation units per round across families (targeted + novel + replay)."""
+        return self.targeted_per_family * len(self.families)
+
+
+PRESETS = {
+    "quick": Preset(name="quick"),
+    "tiny": Preset(name="tiny", families=("pick_place",), demos_per_family=12, sft_updates=60, rounds=1,
+                   seed_scenes_per_family=3, targeted_per_family=3, rollouts_per_scene=1, max_diagnoses=3,
+                   critic_updates=10, policy_updates=10, eval_per_suite=2),
+    "paper": Preset(name="paper", demos_per_family=1280, sft_updates=20_000, rounds=5, seed_scenes_per_family=64,
+                    targeted_per_family=64, rollouts_per_scene=8, max_diagnoses=32, critic_updates=2000,
+                    policy_updates=2000, eval_per_suite=100, lora=True),
+}
+
+
+def get_preset(name: str, **overrides) -> Preset:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
+    return replace(PRESETS[name], **overrides) if overrides else PRESETS[name]

@@ -1,0 +1,117 @@
+"""`coda run`: the co-evolution loop through the four MCP servers (offline roles by default)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+
+from coda.cli import emit
+
+log = logging.getLogger(__name__)
+
+
+def register(sub, name: str) -> None:
+    p = sub.add_parser(name, help="run co-evolution rounds (offline by default; --backend anthropic|openai for LLM roles)")
+    p.add_argument("--name", default=None, help="run name (runs/NAME); default: a timestamp")
+    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--preset", default="quick", help="quick (two CPU cores) | tiny (smoke test) | paper")
+    p.add_argument("--families", default=None, help="comma-separated subset of families")
+    p.add_argument("--rounds", type=int, default=None, help="override the preset's number of rounds")
+    p.add_argument("--backend", default="offline", help="offline | anthropic | openai")
+    p.add_argument("--model", default=None)
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (with --backend openai)")
+    p.add_argument("--mode", default="orchestrated", help="orchestrated | autonomous (an LLM runs the rounds)")
+    p.add_argument("--max-turns", type=int, default=60, help="autonomous mode: most LLM turns")
+    p.add_argument("--max-cost", type=float, default=5.0, help="autonomous mode: most USD spent")
+    p.add_argument("--server-url", action="append", default=[], metavar="NAME=URL",
+                   help="use a running server over streamable HTTP instead of starting it (repeatable)")
+    p.add_argument("--resume", action="store_true", help="continue runs/NAME from its last completed step")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from agent.hub import Hub, ServerSpec, stdio_specs
+    from agent.presets import get_preset
+    from agent.report import write_report
+    from agent.roles.factory import make_roles
+
+    overrides = {}
+    if args.families:
+        overrides["families"] = tuple(f.strip() for f in args.families.split(","))
+    if args.rounds is not None:
+        overrides["rounds"] = args.rounds
+    preset = get_preset(args.preset, **overrides)
+    name = args.name or time.strftime("%Y%m%d-%H%M%S")
+    run_dir = (Path(args.runs_dir) / name).resolve()
+    if run_dir.exists() and (run_dir / "state.json").exists() and not args.resume:
+        print(f"{run_dir} already holds a run; pass --resume to continue it or choose another --name",
+              file=sys.stderr)
+        return 2
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _file_log(run_dir)
+    roles = make_roles(args.backend, model=args.model, base_url=args.base_url)
+    urls = dict(u.split("=", 1) for u in args.server_url)
+    specs = [ServerSpec(name=s.name, url=urls[s.name]) if s.name in urls else s for s in stdio_specs(run_dir)]
+    print(f"[coda] starting MCP servers (sim, verifier, memory, trainer) for {run_dir}", file=sys.stderr)
+    with Hub(specs) as hub:
+        if args.mode == "autonomous":
+            from agent.autonomous import run_autonomous
+
+            state = run_autonomous(hub, roles, run_dir, preset, name, max_turns=args.max_turns,
+                                   max_cost=args.max_cost)
+        else:
+            from agent.loop import CoEvolution
+
+            loop = CoEvolution(hub, roles, run_dir, preset, name)
+            state = loop.run()
+            media = _media(hub, state)
+    report = write_report(state, run_dir, media if args.mode != "autonomous" else None)
+    from agent.report import run_metrics, success_table
+
+    _, ood = success_table(state["steps"].get("eval.before", {}).get("result", []),
+                           state["steps"].get("eval.after", {}).get("result", []))
+    summary = {"run_dir": str(run_dir), "report": str(report), **run_metrics(state),
+               "ood_before_after": {f: [round(b, 3), round(a, 3)] for f, (b, a) in ood.items()}}
+    emit(summary, args.json)
+    return 0
+
+
+def _file_log(run_dir: Path) -> None:
+    handler = logging.FileHandler(run_dir / "run.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(min(logging.getLogger().level or logging.INFO, logging.INFO))
+
+
+def _media(hub, state: dict) -> dict[str, bytes]:
+    """A render of an evolved scene and GIFs of a success and a failure (best effort; needs offscreen GL)."""
+    from agent.report import gif_from_pngs, image_bytes
+
+    out = {}
+    try:
+        rollouts = [x for k, v in state["steps"].items() if k.endswith(".rollouts") for x in v["result"]]
+        evolved = [s for k, v in state["steps"].items() if k.endswith(".generate") for s in v["result"]
+                   if s["verified"] and s["batch"] == "targeted"]
+        if evolved:
+            img = image_bytes(hub.call("sim", "render_scene", {"scene_id": evolved[0]["scene_id"], "size": 256}).content)
+            if img:
+                out["evolved_scene.png"] = img
+        for label, want in (("success", True), ("failure", False)):
+            pick = next((x for x in rollouts if x["success"] == want), None)
+            if pick is None:
+                continue
+            frames = []
+            for step in range(0, pick["steps"] + 1, max(1, pick["steps"] // 12)):
+                res = hub.call("trainer", "rollout_keyframe", {"rollout_id": pick["rollout_id"], "step": step,
+                                                                 "size": 160})
+                img = image_bytes(res.content)
+                if img:
+                    frames.append(img)
+            if frames:
+                out[f"rollout_{label}.gif"] = gif_from_pngs(frames)
+    except Exception as exc:  # noqa: BLE001 - media are optional; the report is written without them
+        log.warning("could not render report media: %s", exc)
+    return out
