@@ -1,0 +1,178 @@
+"""Text2potential compiler R_hone: a validated diagnosis → a potential program (subgoals, completions, potentials,
+learning tool), checked by `sim.potential.check_program` and repaired from the check errors (≤ 3 attempts).
+
+`OfflineCompiler` fills phase and cause templates (`agent.roles.potential_templates`): attempt 1 refines the
+diagnosed phase by the cause, attempt 2 drops the refinement, attempt 3 is one coarse subgoal per goal.
+`LLMCompiler` asks a model for the program with `prompts/compiler.md`, the scene's symbol table, the helper
+signatures and retrieved training programs, and feeds check errors back for repair.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from agent.llm import ROLE_COMPILER, LLMBackend, TokenLedger, ask_code
+from agent.roles.critic import CriticDiagnosis
+from agent.roles.potential_templates import cause_objects, write_program
+from agent.roles.prompt_files import render_prompt
+from memory_store.schema import Diagnosis, TrainingProgram
+from sim import helpers
+from sim.planner import order_subgoals
+from sim.potential import LEARNING_TOOLS, PotentialReport, check_program, episode, helper_names
+from sim.spec import SceneSpec
+from sim.trace import Trace
+
+MAX_ATTEMPTS = 3
+BAND = (0.1, 0.9)
+"""success band of a mode: inside it, shaped AWR; above, re-evaluation; near zero, BC or back to the engine"""
+
+
+class CompileError(RuntimeError):
+    """No program passed the checks within the attempt limit; `errors` holds each attempt's problems."""
+
+    def __init__(self, message: str, errors: list[list[str]]):
+        super().__init__(message)
+        self.errors = errors
+
+
+@dataclass
+class CompileRequest:
+    diagnosis: CriticDiagnosis | Diagnosis
+    spec: SceneSpec
+    rollouts: list[Trace] = field(default_factory=list)
+    """failed rollouts of the mode in this scene (the potential is checked on their states)"""
+    demos: list[Trace] = field(default_factory=list)
+    """successful demonstrations in this scene (Φ must rise along them)"""
+    examples: list[TrainingProgram] = field(default_factory=list)
+    """retrieved training programs of the same mode"""
+    success_rate: float | None = None
+    """measured success of the policy on the mode, when known (routes the learning tool)"""
+    every: int = 1
+    """state stride when checking rollouts"""
+
+
+class CompiledProgram(BaseModel):
+    source: str
+    phase: str
+    subgoals: list[str]
+    learning_tool: str
+    report: PotentialReport
+    attempts: int
+    attempt_errors: list[list[str]] = Field(default_factory=list)
+
+    def completion_sources(self) -> list[str]:
+        tree = ast.parse(self.source)
+        funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        return [ast.get_source_segment(self.source, funcs[f"complete_{k}"]) or ""
+                for k in range(1, len(self.subgoals) + 1) if f"complete_{k}" in funcs]
+
+    def to_record(self, *, id: str, mode_id: str, run_id: str = "", round: int | None = None) -> TrainingProgram:  # noqa: A002
+        return TrainingProgram(id=id, mode_id=mode_id, run_id=run_id, round=round, phase=self.phase,
+                               subgoals=self.subgoals, completion_predicates=self.completion_sources(),
+                               potential_code=self.source, learning_tool=self.learning_tool,
+                               evidence={"checks": self.report.model_dump(exclude={"demo_phi"}),
+                                         "attempts": self.attempts})
+
+
+class Compiler(Protocol):
+    def compile(self, request: CompileRequest) -> CompiledProgram: ...
+
+
+def learning_tool_for(factor: str, success_rate: float | None, has_demo: bool) -> str:
+    """Routing by measured success (SPEC §7); without a measurement: BC for new tasks with demos, else AWR."""
+    if success_rate is None:
+        return "bc" if factor == "task" and has_demo else "awr_shaped"
+    if success_rate < BAND[0]:
+        return "bc" if has_demo else "return_to_engine"
+    return "awr_shaped" if success_rate <= BAND[1] else "reevaluate"
+
+
+def run_checks(source: str, request: CompileRequest) -> PotentialReport:
+    rollouts = [episode(t, request.every) for t in request.rollouts]
+    demos = [episode(t) for t in request.demos if t.success]
+    if not demos:
+        raise ValueError("the compiler needs at least one successful demonstration of the scene to check Φ")
+    return check_program(source, request.spec, rollouts, demos)
+
+
+def _result(source: str, request: CompileRequest, report: PotentialReport, attempts: int,
+            errors: list[list[str]]) -> CompiledProgram:
+    return CompiledProgram(source=source, phase=request.diagnosis.phase, subgoals=report.subgoals,
+                           learning_tool=report.learning_tool or "awr_shaped", report=report, attempts=attempts,
+                           attempt_errors=errors)
+
+
+class OfflineCompiler:
+    """Template compilation from the diagnosed phase and cause."""
+
+    def compile(self, request: CompileRequest) -> CompiledProgram:
+        d = request.diagnosis
+        tool = learning_tool_for(d.factor, request.success_rate, bool(request.demos))
+        named = cause_objects(d.cause, request.spec.object_names())
+        errors: list[list[str]] = []
+        for attempt, level in enumerate((2, 1, 0)[:MAX_ATTEMPTS], start=1):
+            source = write_program(request.spec, factor=d.factor, phase=d.phase, cause=d.cause, tool=tool,
+                                   level=level, cause_objects=named)
+            report = run_checks(source, request)
+            if report.ok:
+                return _result(source, request, report, attempt, errors)
+            errors.append(report.errors)
+        raise CompileError(f"compiler: no template passed the checks in {MAX_ATTEMPTS} attempts; last errors: "
+                           f"{'; '.join(errors[-1])}", errors)
+
+
+# --- LLM backend --------------------------------------------------------------------------------------
+
+
+def helper_reference() -> str:
+    """Signatures and first docstring lines of the `sim.helpers` functions programs may call."""
+    lines = []
+    for name in sorted(helper_names()):
+        fn = getattr(helpers, name)
+        doc = (inspect.getdoc(fn) or "").splitlines()
+        lines.append(f"- h.{name}{inspect.signature(fn)}" + (f": {doc[0]}" if doc else ""))
+    return "\n".join(lines)
+
+
+def symbol_table(spec: SceneSpec) -> str:
+    rows = [f"- {o.name}: {o.category} ({o.role})" for o in spec.task.objects]
+    goals = ", ".join(str(a) for a in order_subgoals(spec.task.success))
+    return (f"instruction: {spec.task.instruction!r}\nsuccess predicate ν: {spec.task.success}\n"
+            f"goals in execution order: {goals}\nobjects:\n" + "\n".join(rows))
+
+
+def compile_prompt(request: CompileRequest) -> str:
+    d = request.diagnosis
+    parts = [f"Diagnosis: factor {d.factor}, phase {d.phase}. Cause: {d.cause}",
+             "Scene symbol table:\n" + symbol_table(request.spec),
+             f"Suggested learning tool: {learning_tool_for(d.factor, request.success_rate, bool(request.demos))}."]
+    for i, ex in enumerate(request.examples[:3], start=1):
+        parts.append(f"Training program {i} of the same mode (phase {ex.phase}, improved={ex.improved}):\n"
+                     f"```python\n{ex.potential_code}\n```")
+    return "\n\n".join(parts)
+
+
+class LLMCompiler:
+    """Potential programs written by a language model, checked and repaired (at most `max_attempts` requests)."""
+
+    def __init__(self, backend: LLMBackend, ledger: TokenLedger | None = None, *, max_attempts: int = MAX_ATTEMPTS,
+                 temperature: float | None = None):
+        self.backend, self.ledger, self.max_attempts, self.temperature = backend, ledger, max_attempts, temperature
+
+    def compile(self, request: CompileRequest) -> CompiledProgram:
+        reports: list[PotentialReport] = []
+
+        def check(code: str) -> list[str]:
+            reports.append(run_checks(code, request))
+            return reports[-1].errors
+
+        system = render_prompt("compiler", helpers=helper_reference(), tools=", ".join(LEARNING_TOOLS))
+        source = ask_code(self.backend, system=system, prompt=compile_prompt(request), role=ROLE_COMPILER,
+                          ledger=self.ledger, check=check, max_attempts=self.max_attempts,
+                          temperature=self.temperature)
+        return _result(source, request, reports[-1], len(reports), [r.errors for r in reports[:-1]])

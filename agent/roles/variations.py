@@ -1,0 +1,288 @@
+"""Variation operators on scene specs, each along ONE scene factor (task, layout or attributes).
+
+Operators take a spec, a numpy generator and the objects they act on (role-bound names), and return a new spec
+that differs from the input only in their factor — or raise `VariationError` when the scene offers no way to
+apply them (no distractor to move, no room...). `OPERATORS[factor]` lists them by name; the data engine emits
+the results as scene programs with `sim.scene.to_program`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sim import assets
+from sim.asset_types import ArticulatedAsset
+from sim.layout import REGION_HIGH, REGION_LOW
+from sim.resample import resample
+from sim.spec import SceneSpec
+
+CLEARANCE = 0.015
+
+
+class VariationError(ValueError):
+    """The operator does not apply to this scene; the message says why."""
+
+
+# --- spec edits ---------------------------------------------------------------------------------------
+
+
+def with_attributes(spec: SceneSpec, name: str, **updates) -> SceneSpec:
+    objs = tuple(a.model_copy(update=updates) if a.object == name else a for a in spec.attributes.objects)
+    return spec.model_copy(update={"attributes": spec.attributes.model_copy(update={"objects": objs})})
+
+
+def with_placement(spec: SceneSpec, name: str, **updates) -> SceneSpec:
+    updates.setdefault("relation", None)
+    places = tuple(p.model_copy(update=updates) if p.object == name else p for p in spec.layout.placements)
+    return spec.model_copy(update={"layout": spec.layout.model_copy(update={"placements": places})})
+
+
+def tagged(spec: SceneSpec, factor: str, operator: str, **info) -> SceneSpec:
+    meta = {**spec.meta, "parent": spec.meta.get("parent", spec.spec_hash()), "varied": factor,
+            "operator": operator, **info}
+    return spec.model_copy(update={"meta": meta})
+
+
+# --- geometry -----------------------------------------------------------------------------------------
+
+
+def radius(spec: SceneSpec, name: str) -> float:
+    a = spec.attributes.of(name)
+    asset = assets.get_asset(a.asset)
+    return math.hypot(*asset.half_extent[:2]) * a.scale
+
+
+def half_along(spec: SceneSpec, name: str, direction: np.ndarray) -> float:
+    """Footprint half size of `name` along a world xy direction (box support)."""
+    a = spec.attributes.of(name)
+    asset = assets.get_asset(a.asset)
+    yaw = spec.layout.placement(name).yaw
+    c, s = math.cos(yaw), math.sin(yaw)
+    local = np.array([c * direction[0] + s * direction[1], -s * direction[0] + c * direction[1]])
+    return float((abs(local[0]) * asset.half_extent[0] + abs(local[1]) * asset.half_extent[1]) * a.scale)
+
+
+def is_free(spec: SceneSpec, x: float, y: float, r: float, ignore=(), gap: float = CLEARANCE) -> bool:
+    """A disc of radius r at (x, y) keeps `gap` from every table object not in `ignore`, inside the region."""
+    if not (REGION_LOW[0] - 0.06 <= x <= REGION_HIGH[0] + 0.08 and REGION_LOW[1] - 0.08 <= y <= REGION_HIGH[1] + 0.08):
+        return False
+    for p in spec.layout.placements:
+        if p.object in ignore or p.support != "table":
+            continue
+        a = spec.attributes.of(p.object)
+        asset = assets.get_asset(a.asset)
+        if isinstance(asset, ArticulatedAsset):
+            hx, hy = asset.half_extent[0] * a.scale, asset.half_extent[1] * a.scale
+            dx, dy = max(p.x - hx - 0.12 - x, 0.0, x - p.x - hx), max(p.y - hy - y, 0.0, y - p.y - hy)
+            if math.hypot(dx, dy) < r + gap:
+                return False
+        elif math.hypot(p.x - x, p.y - y) < r + radius(spec, p.object) + gap:
+            return False
+    return True
+
+
+def grasp_axis(spec: SceneSpec, name: str) -> np.ndarray:
+    asset = assets.get_asset(spec.attributes.of(name).asset)
+    yaw = spec.layout.placement(name).yaw
+    if getattr(asset, "grasp_axis", "y") == "y":
+        return np.array([-math.sin(yaw), math.cos(yaw)])
+    return np.array([math.cos(yaw), math.sin(yaw)])
+
+
+def movable_distractors(spec: SceneSpec, exclude=()) -> list[str]:
+    return [o.name for o in spec.task.objects if o.role in ("distractor", "occluder") and o.name not in exclude
+            and spec.layout.placement(o.name).support == "table"
+            and not isinstance(assets.get_asset(spec.attributes.of(o.name).asset), ArticulatedAsset)]
+
+
+# --- layout (σ) ---------------------------------------------------------------------------------------
+
+
+def crowd_grasp_side(spec: SceneSpec, rng, target: str, mover: str | None = None,
+                     gap: tuple[float, float] = (0.004, 0.012)) -> SceneSpec:
+    """Move a distractor right next to `target`, on the side where a finger comes down."""
+    movers = [mover] if mover else movable_distractors(spec, exclude=(target,))
+    if not movers:
+        raise VariationError(f"no distractor to move next to the {target}")
+    p = spec.layout.placement(target)
+    axis = grasp_axis(spec, target)
+    for m in [movers[i] for i in rng.permutation(len(movers))]:
+        for sign in rng.permutation([-1.0, 1.0]):
+            u = sign * axis
+            g = float(rng.uniform(*gap))
+            d = half_along(spec, target, u) + g + half_along(spec, m, -u)
+            x, y = p.x + d * u[0], p.y + d * u[1]
+            if is_free(spec, x, y, radius(spec, m), ignore=(m, target)):
+                out = with_placement(spec, m, x=round(x, 4), y=round(y, 4))
+                return tagged(out, "layout", "crowd_grasp_side", target=target, mover=m, gap=round(g, 4))
+    raise VariationError(f"no free spot beside the {target} on its grasp side")
+
+
+def tighten(spec: SceneSpec, rng, target: str, dest: str) -> SceneSpec:
+    """Move the destination closer to the target (a tighter clearance around the target)."""
+    p, q = spec.layout.placement(target), spec.layout.placement(dest)
+    u = np.array([q.x - p.x, q.y - p.y])
+    n = float(np.linalg.norm(u))
+    if n < 1e-6 or q.support != "table":
+        raise VariationError(f"cannot move the {dest} towards the {target}")
+    u /= n
+    g = float(rng.uniform(0.01, 0.03))
+    d = radius(spec, target) + g + radius(spec, dest)
+    if d >= n - 0.01:
+        raise VariationError(f"the {dest} is already close to the {target}")
+    x, y = p.x + d * u[0], p.y + d * u[1]
+    if not is_free(spec, x, y, radius(spec, dest), ignore=(dest,), gap=0.005):
+        raise VariationError(f"no room for the {dest} next to the {target}")
+    return tagged(with_placement(spec, dest, x=round(x, 4), y=round(y, 4)), "layout", "tighten", target=target)
+
+
+def rotate(spec: SceneSpec, rng, target: str) -> SceneSpec:
+    """Turn the target about the vertical (a different grasp direction)."""
+    p = spec.layout.placement(target)
+    yaw = (p.yaw + float(rng.uniform(0.6, 1.2)) * rng.choice([-1.0, 1.0]) + math.pi) % (2 * math.pi) - math.pi
+    return tagged(with_placement(spec, target, yaw=round(yaw, 4)), "layout", "rotate", target=target)
+
+
+def block_path(spec: SceneSpec, rng, target: str, dest: str, obstacle: str,
+               reach=(0.24, 0.28, 0.32, 0.36, 0.40)) -> SceneSpec:
+    """Move the destination away from the target and `obstacle` halfway between them (blocks the transport)."""
+    p = spec.layout.placement(target)
+    rd, ro = radius(spec, dest), radius(spec, obstacle)
+    for angle in rng.permutation(24) * (2 * math.pi / 24):
+        u = np.array([math.cos(angle), math.sin(angle)])
+        for dist in reach:
+            dx, dy = p.x + dist * u[0], p.y + dist * u[1]
+            lo, hi = radius(spec, target) + ro + CLEARANCE, dist - rd - ro - CLEARANCE
+            if hi < lo:
+                continue
+            ox, oy = p.x + (lo + hi) / 2 * u[0], p.y + (lo + hi) / 2 * u[1]
+            ignore = (dest, obstacle)
+            if not (is_free(spec, dx, dy, rd, ignore=ignore) and is_free(spec, ox, oy, ro, ignore=ignore)):
+                continue
+            out = with_placement(spec, dest, x=round(dx, 4), y=round(dy, 4))
+            out = with_placement(out, obstacle, x=round(ox, 4), y=round(oy, 4))
+            return tagged(out, "layout", "block_path", target=target, obstacle=obstacle)
+    raise VariationError(f"no room to put the {obstacle} between the {target} and a moved {dest}")
+
+
+def resample_layout(spec: SceneSpec, rng, **_) -> SceneSpec:
+    try:
+        return tagged(resample(spec, "layout", rng), "layout", "resample")
+    except ValueError as exc:  # LayoutError: this draw does not fit; another may
+        raise VariationError(str(exc)) from None
+
+
+# --- attributes (α) -----------------------------------------------------------------------------------
+
+
+def _category(spec: SceneSpec, name: str):
+    return assets.get_category(spec.task.object(name).category)
+
+
+def heavier(spec: SceneSpec, rng, target: str, factor: tuple[float, float] = (1.3, 2.5)) -> SceneSpec:
+    """Mass above the category's usual range (still plausible for the verifier: at most 3x its maximum)."""
+    hi = _category(spec, target).mass_range[1]
+    mass = round(hi * float(rng.uniform(*factor)), 4)
+    return tagged(with_attributes(spec, target, mass=mass), "attributes", "heavier", target=target)
+
+
+def slippery(spec: SceneSpec, rng, target: str) -> SceneSpec:
+    lo = _category(spec, target).friction_range[0]
+    friction = round(max(0.05, lo * float(rng.uniform(0.3, 0.6))), 4)
+    return tagged(with_attributes(spec, target, friction=friction), "attributes", "slippery", target=target)
+
+
+def other_instance(spec: SceneSpec, rng, target: str) -> SceneSpec:
+    a = spec.attributes.of(target)
+    current = assets.get_asset(a.asset)
+    pool = [x for x in assets.assets_in(current.category, split=current.split) if x.id != a.asset]
+    r0 = radius(spec, target)
+    pool = [x for x in pool if math.hypot(*x.half_extent[:2]) * a.scale <= r0 + 0.005]
+    if not pool:
+        raise VariationError(f"no other {current.category} instance fits where the {target} stands")
+    new = pool[int(rng.integers(len(pool)))]
+    return tagged(with_attributes(spec, target, asset=new.id), "attributes", "other_instance", target=target)
+
+
+def rescale(spec: SceneSpec, rng, target: str, scale: tuple[float, float] = (0.85, 1.2)) -> SceneSpec:
+    s = round(float(rng.uniform(*scale)), 3)
+    p = spec.layout.placement(target)
+    r = radius(spec, target) / spec.attributes.of(target).scale * s
+    if s > 1 and not is_free(spec, p.x, p.y, r, ignore=(target,), gap=0.005):
+        raise VariationError(f"no room to grow the {target}")
+    return tagged(with_attributes(spec, target, scale=s), "attributes", "rescale", target=target)
+
+
+def stiffer_joint(spec: SceneSpec, rng, target: str, factor: tuple[float, float] = (5.0, 20.0)) -> SceneSpec:
+    a = spec.attributes.of(target)
+    asset = assets.get_asset(a.asset)
+    if not isinstance(asset, ArticulatedAsset):
+        raise VariationError(f"the {target} has no joint")
+    base = a.damping if a.damping is not None else asset.damping
+    damping = round(base * float(rng.uniform(*factor)), 4)
+    return tagged(with_attributes(spec, target, damping=damping), "attributes", "stiffer_joint", target=target)
+
+
+def resample_attributes(spec: SceneSpec, rng, **_) -> SceneSpec:
+    try:
+        return tagged(resample(spec, "attributes", rng), "attributes", "resample")
+    except ValueError as exc:
+        raise VariationError(str(exc)) from None
+
+
+# --- task (τ) -----------------------------------------------------------------------------------------
+
+
+def resample_task(spec: SceneSpec, rng, **_) -> SceneSpec:
+    """Another template of the family over the same objects (or another graspable object as the target)."""
+    try:
+        return tagged(resample(spec, "task", rng), "task", "resample")
+    except ValueError as exc:
+        raise VariationError(str(exc)) from None
+
+
+def fewer_goals(spec: SceneSpec, rng, **_) -> SceneSpec:
+    """Keep a random non-empty subset of the objects a multi-object task moves; the rest become distractors."""
+    from sim.planner import order_subgoals
+    from sim.predicates import grasped
+
+    goals = [a for a in order_subgoals(spec.task.success) if len(a.args) == 2]
+    if len(goals) < 2:
+        raise VariationError("the task moves a single object; nothing to leave out")
+    keep = [goals[i] for i in sorted(rng.choice(len(goals), int(rng.integers(1, len(goals))), replace=False))]
+    pred = keep[0]
+    for a in keep[1:]:
+        pred = pred & a
+    for a in keep:
+        pred = pred & ~grasped(a.args[0])
+    moved = {a.args[0] for a in keep}
+    dropped = {a.args[0] for a in goals} - moved
+    words = " and ".join(f"the {a.args[0].replace('_', ' ')}" for a in keep)
+    rel = {"inside": "in", "on": "on", "stacked": "on", "near": "next to"}[keep[0].op]
+    objects = tuple(o.model_copy(update={"role": "distractor"}) if o.name in dropped else o for o in spec.task.objects)
+    task = spec.task.model_copy(update={"instruction": f"put only {words} {rel} the {keep[0].args[1].replace('_', ' ')}",
+                                        "success": pred, "objects": objects, "template": "custom"})
+    return tagged(spec.model_copy(update={"task": task}), "task", "fewer_goals")
+
+
+PHRASINGS = ("please {}", "{} now", "go ahead and {}", "could you {}", "{}, carefully")
+
+
+def reword(spec: SceneSpec, rng, **_) -> SceneSpec:
+    """The same goal in other words (a new instruction phrasing)."""
+    base = spec.task.instruction
+    options = [p.format(base) for p in PHRASINGS if p.format(base) != base]
+    task = spec.task.model_copy(update={"instruction": options[int(rng.integers(len(options)))]})
+    return tagged(spec.model_copy(update={"task": task}), "task", "reword")
+
+
+OPERATORS = {
+    "task": {"resample": resample_task, "fewer_goals": fewer_goals, "reword": reword},
+    "layout": {"crowd_grasp_side": crowd_grasp_side, "tighten": tighten, "rotate": rotate,
+               "block_path": block_path, "resample": resample_layout},
+    "attributes": {"heavier": heavier, "slippery": slippery, "other_instance": other_instance, "rescale": rescale,
+                   "stiffer_joint": stiffer_joint, "resample": resample_attributes},
+}
+"""factor -> operator name -> function(spec, rng, **role-bound objects)"""

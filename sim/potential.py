@@ -1,0 +1,306 @@
+"""Text2potential runtime: staged potentials Φ(s) from untrusted programs, evaluated in the sandbox, and checks.
+
+A potential program is Python source (imports: `math`, `numpy`, `sim.helpers`) that defines
+
+    SUBGOALS = ["reach the mug", "grasp the mug", ...]        # ordered, K of them
+    def complete_1(state) -> bool: ...                        # one per subgoal
+    def potential_1(state) -> float: ...                      # in [0, 1], one per subgoal
+    LEARNING_TOOL = "awr_shaped"                              # bc | awr_shaped | reevaluate | return_to_engine
+
+On a `sim.helpers.SceneState` the staged potential is Φ(s) = (k + φ_{k+1}(s)) / K, where k counts the leading
+subgoals whose completion predicates hold (cumulative: subgoal k counts only if 1..k-1 do) and the task
+predicate ν stays the final condition (k = K needs ν; then Φ = 1).
+
+Programs never run in this process: `evaluate_in_sandbox` is the trusted sandbox finalizer that rebuilds the
+env from the spec, restores each supplied state (qpos, qvel) and evaluates Φ twice per state, timing it.
+`check_program` runs the checks every emitted program must pass: syntax and allowed names; on the supplied
+rollout states Φ finite, in [0, 1], deterministic, under `MAX_MS_PER_STATE`; and Φ rising along successful
+demonstrations (Spearman rank correlation with time ≥ `MIN_RANK_CORRELATION`).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import time
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+LEARNING_TOOLS = ("bc", "awr_shaped", "reevaluate", "return_to_engine")
+"""kept equal to memory_store.schema.LEARNING_TOOLS (sim imports no other package)"""
+MAX_SUBGOALS = 12
+MAX_MS_PER_STATE = 1.0
+MIN_RANK_CORRELATION = 0.5
+FINALIZER = "sim.potential:evaluate_in_sandbox"
+ALLOWED_IMPORTS = ("math", "numpy", "sim.helpers")
+
+
+class PotentialError(ValueError):
+    """A potential program failed its checks; the message lists what to fix."""
+
+
+def helper_names() -> frozenset[str]:
+    """Public functions of `sim.helpers` a program may call."""
+    from sim import helpers
+
+    return frozenset(n for n, v in vars(helpers).items()
+                     if inspect.isfunction(v) and v.__module__ == helpers.__name__ and not n.startswith("_"))
+
+
+# --- static checks ----------------------------------------------------------------------------------------
+
+
+def static_problems(source: str) -> list[str]:
+    """Syntax, sandbox allow-list, the required names, and only `sim.helpers` from the SDK."""
+    from sim.sandbox import check_source
+
+    problems = [e.message for e in check_source(source)]
+    if problems:
+        return problems
+    tree = ast.parse(source)
+    helpers, sim_aliases, helper_aliases = helper_names(), set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name not in ALLOWED_IMPORTS and a.name != "sim":
+                    problems.append(f"line {node.lineno}: import {a.name} is not allowed; import only "
+                                    f"{', '.join(ALLOWED_IMPORTS)} (e.g. `from sim import helpers as h`)")
+                elif a.name == "sim.helpers":
+                    (helper_aliases if a.asname else sim_aliases).add(a.asname or "sim")
+                elif a.name == "sim":
+                    sim_aliases.add(a.asname or "sim")
+        elif isinstance(node, ast.ImportFrom):
+            if node.module == "sim":
+                for a in node.names:
+                    if a.name != "helpers":
+                        problems.append(f"line {node.lineno}: from sim import {a.name} is not allowed; "
+                                        "use `from sim import helpers as h`")
+                    helper_aliases.add(a.asname or a.name)
+            elif node.module == "sim.helpers":
+                problems += [f"line {node.lineno}: sim.helpers has no function {a.name!r}"
+                             for a in node.names if a.name not in helpers and a.name != "SceneState"]
+            elif node.module not in ALLOWED_IMPORTS:
+                problems.append(f"line {node.lineno}: from {node.module} import ... is not allowed; import only "
+                                f"{', '.join(ALLOWED_IMPORTS)}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id in helper_aliases and node.attr not in helpers and node.attr != "SceneState":
+                problems.append(f"line {node.lineno}: sim.helpers has no function {node.attr!r}; available: "
+                                f"{', '.join(sorted(helpers))}")
+            elif node.value.id in sim_aliases and node.attr != "helpers":
+                problems.append(f"line {node.lineno}: only sim.helpers may be used from the SDK, not sim.{node.attr}")
+    return problems + _structure_problems(tree)
+
+
+def _literal(tree: ast.Module, name: str) -> Any:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError:
+                return ValueError
+    return None
+
+
+def _structure_problems(tree: ast.Module) -> list[str]:
+    problems = []
+    subgoals, tool = _literal(tree, "SUBGOALS"), _literal(tree, "LEARNING_TOOL")
+    if not (isinstance(subgoals, list) and subgoals and all(isinstance(s, str) and s for s in subgoals)):
+        return ["define SUBGOALS as a literal, non-empty list of subgoal descriptions (strings)"]
+    if len(subgoals) > MAX_SUBGOALS:
+        problems.append(f"SUBGOALS has {len(subgoals)} entries; use at most {MAX_SUBGOALS}")
+    if tool not in LEARNING_TOOLS:
+        problems.append(f"define LEARNING_TOOL as one of {', '.join(LEARNING_TOOLS)} (got {tool!r})")
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for k in range(1, len(subgoals) + 1):
+        for stem in ("complete", "potential"):
+            f = funcs.get(f"{stem}_{k}")
+            if f is None:
+                problems.append(f"define {stem}_{k}(state) for subgoal {k} ({subgoals[k - 1]!r})")
+            elif len(f.args.args) != 1 or f.args.vararg or f.args.kwarg:
+                problems.append(f"{stem}_{k} must take exactly one argument: the state")
+    return problems
+
+
+# --- the runtime (runs inside the sandbox) ------------------------------------------------------------------
+
+
+def staged(namespace: dict, state, success) -> tuple[float, int, float]:
+    """(Φ, k, φ_{k+1}) of a loaded program's namespace on one state."""
+    K = len(namespace["SUBGOALS"])
+    k = 0
+    while k < K and bool(namespace[f"complete_{k + 1}"](state)):
+        k += 1
+    if k == K and not success.evaluate(state):
+        k = K - 1  # the task predicate stays the final completion condition
+    if k == K:
+        return 1.0, K, 1.0
+    phi = float(namespace[f"potential_{k + 1}"](state))
+    return (k + phi) / K, k, phi
+
+
+def _number(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def evaluate_in_sandbox(namespace: dict, inputs: dict) -> dict:
+    """Trusted sandbox finalizer: Φ (twice), k, φ and milliseconds for every supplied state."""
+    from sim.env import CodaEnv
+    from sim.spec import SceneSpec
+
+    env = CodaEnv(SceneSpec.model_validate(inputs["spec"]))
+    env.reset()
+    success = env.spec.task.success
+    out: dict[str, Any] = {"K": len(namespace["SUBGOALS"]), "subgoals": list(namespace["SUBGOALS"]),
+                           "learning_tool": namespace.get("LEARNING_TOOL"), "episodes": []}
+    for ep in inputs["episodes"]:
+        env.state.initial_bottom = dict(ep["initial_bottom"])
+        rows = {"phi": [], "phi_again": [], "k": [], "phi_next": [], "ms": []}
+        for qpos, qvel in zip(ep["qpos"], ep["qvel"], strict=True):
+            env.data.qpos[:] = qpos
+            env.data.qvel[:] = qvel
+            _forward(env)
+            t0 = time.perf_counter()
+            phi, k, nxt = staged(namespace, env.state, success)
+            again = staged(namespace, env.state, success)[0]
+            rows["ms"].append((time.perf_counter() - t0) * 500.0)
+            rows["phi"].append(_number(phi))
+            rows["phi_again"].append(_number(again))
+            rows["k"].append(k)
+            rows["phi_next"].append(_number(nxt))
+        out["episodes"].append(rows)
+    return out
+
+
+def _forward(env) -> None:
+    import mujoco
+
+    mujoco.mj_forward(env.model, env.data)
+    env.state._contact_key = None
+
+
+# --- checks -----------------------------------------------------------------------------------------------
+
+
+class PotentialReport(BaseModel):
+    ok: bool
+    errors: list[str] = Field(default_factory=list)
+    subgoals: list[str] = Field(default_factory=list)
+    learning_tool: str | None = None
+    states_checked: int = 0
+    ms_per_state: float | None = None
+    max_ms: float | None = None
+    rank_correlation: list[float] = Field(default_factory=list)
+    """Spearman ρ(Φ, t) per demonstration"""
+    demo_phi: list[list[float]] = Field(default_factory=list)
+
+
+def episode(trace, every: int = 1) -> dict:
+    """The states of a `sim.trace.Trace` as a sandbox input episode (JSON-able)."""
+    idx = list(range(0, trace.steps + 1, every))
+    if idx[-1] != trace.steps:
+        idx.append(trace.steps)
+    return {"initial_bottom": dict(trace.initial_bottom),
+            "qpos": trace.qpos[idx].tolist(), "qvel": trace.qvel[idx].tolist()}
+
+
+def spearman(values, times=None) -> float:
+    """Spearman rank correlation of `values` with time (average ranks for ties); 0 for constant input."""
+    v = np.asarray(values, dtype=np.float64)
+    t = np.arange(len(v), dtype=np.float64) if times is None else np.asarray(times, dtype=np.float64)
+    rv, rt = _ranks(v), _ranks(t)
+    sv, st = rv.std(), rt.std()
+    if len(v) < 2 or sv == 0 or st == 0:
+        return 0.0
+    return float(((rv - rv.mean()) * (rt - rt.mean())).mean() / (sv * st))
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x), dtype=np.float64)
+    ranks[order] = np.arange(len(x), dtype=np.float64)
+    for value in np.unique(x):
+        tie = x == value
+        if tie.sum() > 1:
+            ranks[tie] = ranks[tie].mean()
+    return ranks
+
+
+def run_program(source: str, spec, episodes: list[dict], *, pool=None, limits=None):
+    """Evaluate a program on episodes in the sandbox; returns the `SandboxResult`."""
+    from sim.sandbox import run_untrusted
+
+    inputs = {"spec": spec.model_dump(mode="json"), "episodes": episodes}
+    kwargs = {"limits": limits} if limits is not None else {}
+    return run_untrusted(source, finalizer=FINALIZER, inputs=inputs, pool=pool, **kwargs)
+
+
+def check_program(source: str, spec, rollouts: list[dict], demos: list[dict], *, pool=None,
+                  limits=None) -> PotentialReport:
+    """All checks on one program: static, runtime on `rollouts` + `demos` episodes, rise along `demos`."""
+    errors = static_problems(source)
+    if errors:
+        return PotentialReport(ok=False, errors=errors)
+    result = run_program(source, spec, rollouts + demos, pool=pool, limits=limits)
+    if not result.ok:
+        e = result.error
+        return PotentialReport(ok=False, errors=[f"{e.kind}: {e.message}" + (f"\n{e.detail}" if e.detail else "")])
+    value = result.value
+    eps = value["episodes"]
+    report = PotentialReport(ok=False, subgoals=value["subgoals"], learning_tool=value["learning_tool"],
+                             states_checked=sum(len(e["phi"]) for e in eps))
+    report.errors = _value_problems(eps, value["subgoals"])
+    ms = [m for e in eps for m in e["ms"]]
+    report.ms_per_state, report.max_ms = (float(np.mean(ms)), float(np.max(ms))) if ms else (None, None)
+    if report.ms_per_state is not None and report.ms_per_state > MAX_MS_PER_STATE:
+        report.errors.append(f"Φ takes {report.ms_per_state:.2f} ms per state on average; keep it under "
+                             f"{MAX_MS_PER_STATE:g} ms (fewer helper calls, no loops over many objects)")
+    if not report.errors:
+        for e in eps[len(rollouts):]:
+            rho = spearman(e["phi"])
+            report.rank_correlation.append(round(rho, 4))
+            report.demo_phi.append([round(x, 4) for x in e["phi"]])
+            if rho < MIN_RANK_CORRELATION:
+                report.errors.append(_rise_problem(rho, e, value["subgoals"]))
+    report.ok = not report.errors
+    return report
+
+
+def _value_problems(eps: list[dict], subgoals: list[str]) -> list[str]:
+    problems = []
+    for e in eps:
+        for i, (phi, again, k, nxt) in enumerate(zip(e["phi"], e["phi_again"], e["k"], e["phi_next"], strict=True)):
+            name = f"potential_{k + 1}" if k < len(subgoals) else "Φ"
+            if phi is None or nxt is None:
+                problems.append(f"{name} returned a non-finite value (NaN or inf) on state {i}")
+            elif not 0.0 <= nxt <= 1.0:
+                problems.append(f"{name} returned {nxt:.4g} on state {i}; potentials must lie in [0, 1] "
+                                "(clip them, e.g. min(1.0, max(0.0, x)))")
+            elif again != phi:
+                problems.append(f"Φ is not deterministic: state {i} gave {phi!r} then {again!r}")
+            if problems:
+                return problems
+    return problems
+
+
+def _rise_problem(rho: float, e: dict, subgoals: list[str]) -> str:
+    phi, ks = e["phi"], e["k"]
+    drops = [i for i in range(1, len(phi)) if phi[i] < phi[i - 1] - 0.05]
+    where = f"; Φ falls at states {drops[:5]} (subgoals completed there: {[ks[i] for i in drops[:5]]})" if drops else ""
+    return (f"Φ does not rise along a successful demonstration (Spearman rank correlation with time {rho:.2f} < "
+            f"{MIN_RANK_CORRELATION}){where}. Make completions stay true once reached (cumulative) and each "
+            f"potential increase as its subgoal ({', '.join(subgoals)}) progresses.")
+
+
+def potentials(source: str, spec, trace, every: int = 1, *, pool=None) -> list[float]:
+    """Φ at every `every`-th state of a trace (raises PotentialError when the program fails to run)."""
+    result = run_program(source, spec, [episode(trace, every)], pool=pool)
+    if not result.ok:
+        raise PotentialError(f"{result.error.kind}: {result.error.message}")
+    phi = result.value["episodes"][0]["phi"]
+    if any(p is None for p in phi):
+        raise PotentialError("the program returned non-finite potentials")
+    return [min(1.0, max(0.0, p)) for p in phi]

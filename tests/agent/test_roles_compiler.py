@@ -1,0 +1,92 @@
+"""Offline Text2potential compiler: programs from a diagnosis pass every check on all four families."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.roles import compiler as C
+from agent.roles.compiler import CompileError, CompileRequest, OfflineCompiler, learning_tool_for
+from agent.roles.critic import CriticDiagnosis, OfflineCritic
+from agent.roles.planted import attempt
+from agent.roles.rollouts import planner_trace
+from memory_store.schema import TrainingProgram
+
+FAULT = {"pick_place": "lift_drop", "stack": "transport_drop", "prep": "place_offset", "articulated": "handle_release"}
+
+
+def failed_and_demo(family: str):
+    """A failed rollout with an execution fault (the scene itself is unchanged) and the planner's demo."""
+    for seed in range(40):
+        item = attempt(family, seed, FAULT[family])
+        if item is not None:
+            demo, trace = planner_trace(item.trace.spec)
+            if trace.success:
+                return item, trace
+    raise AssertionError(f"no {FAULT[family]} failure with a demo in 40 {family} scenes")
+
+
+@pytest.mark.parametrize("family", ["pick_place", "stack", "articulated", "prep"])
+def test_offline_programs_pass_all_checks(family):
+    item, demo = failed_and_demo(family)
+    diagnosis = OfflineCritic().diagnose(item.trace)
+    out = OfflineCompiler().compile(CompileRequest(diagnosis, item.trace.spec, rollouts=[item.trace], demos=[demo]))
+    r = out.report
+    assert r.ok and not r.errors and out.attempts >= 1
+    assert r.rank_correlation[0] >= 0.5 and r.ms_per_state < 1.0 and r.states_checked > item.trace.steps
+    assert out.learning_tool == "awr_shaped" and len(out.subgoals) >= 1 and out.phase == diagnosis.phase
+    record = out.to_record(id="t1", mode_id="m1")
+    assert isinstance(record, TrainingProgram) and record.potential_code == out.source
+    assert len(record.completion_predicates) == len(out.subgoals)
+
+
+@pytest.mark.parametrize(
+    ("phase", "cause_obj", "refined"),
+    [("approach", True, "hover above"), ("transport", True, "raise the"), ("lift", False, None)],
+)
+def test_phase_and_cause_shape_the_decomposition(phase, cause_obj, refined):
+    item, demo = failed_and_demo("pick_place")
+    spec = item.trace.spec
+    others = [o.name for o in spec.task.objects if o.role == "distractor"]
+    named = others[0] if others and cause_obj else spec.task.with_role("target")[0].name
+    d = CriticDiagnosis(factor="spatial", phase=phase, cause=f"the gripper hit the {named} on the way, 1.0 cm away")
+    out = OfflineCompiler().compile(CompileRequest(d, spec, rollouts=[item.trace], demos=[demo]))
+    assert out.report.ok
+    if refined and others:
+        assert out.attempts == 1 and any(s.startswith(refined) for s in out.subgoals), out.subgoals
+
+
+def test_failed_checks_fall_back_to_simpler_templates(monkeypatch):
+    item, demo = failed_and_demo("stack")
+    real = C.write_program
+
+    def broken_first(spec, **kw):
+        src = real(spec, **kw)
+        return src.replace("return clip01(", "return 2.0 + clip01(", 1) if kw["level"] == 2 else src
+
+    monkeypatch.setattr(C, "write_program", broken_first)
+    d = OfflineCritic().diagnose(item.trace)
+    out = OfflineCompiler().compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[demo]))
+    assert out.report.ok and out.attempts == 2
+    assert "potentials must lie in [0, 1]" in out.attempt_errors[0][0]
+
+    monkeypatch.setattr(C, "write_program", lambda spec, **kw: "SUBGOALS = []\n")
+    with pytest.raises(CompileError, match="3 attempts") as info:
+        OfflineCompiler().compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[demo]))
+    assert len(info.value.errors) == 3
+
+
+def test_a_demonstration_is_required():
+    item, _ = failed_and_demo("pick_place")
+    d = OfflineCritic().diagnose(item.trace)
+    with pytest.raises(ValueError, match="successful demonstration"):
+        OfflineCompiler().compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[item.trace]))
+
+
+@pytest.mark.parametrize(
+    ("factor", "rate", "demo", "tool"),
+    [("task", None, True, "bc"), ("spatial", None, True, "awr_shaped"), ("spatial", 0.02, True, "bc"),
+     ("spatial", 0.02, False, "return_to_engine"), ("attribute", 0.5, True, "awr_shaped"),
+     ("execution", 0.95, True, "reevaluate")],
+)
+def test_learning_tool_routing(factor, rate, demo, tool):
+    assert learning_tool_for(factor, rate, demo) == tool

@@ -1,0 +1,163 @@
+"""Text2potential runtime: staged Φ, sandboxed evaluation, and the checks every potential program must pass."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agent.roles.rollouts import planner_trace
+from memory_store.schema import LEARNING_TOOLS as MEMORY_TOOLS
+from sim.families import sample_spec
+from sim.potential import (
+    LEARNING_TOOLS,
+    check_program,
+    episode,
+    potentials,
+    spearman,
+    staged,
+    static_problems,
+)
+
+GOOD = '''
+import math
+from sim import helpers as h
+
+
+def clip01(x):
+    return min(1.0, max(0.0, float(x)))
+
+
+SUBGOALS = ["reach the {t}", "put the {t} away"]
+LEARNING_TOOL = "awr_shaped"
+
+
+def complete_1(s):
+    return h.tcp_distance(s, "{t}") < 0.04 or h.is_grasped(s, "{t}") or h.xy_distance(s, "{t}", "{r}") < 0.05
+
+
+def potential_1(s):
+    return 1.0 - clip01(h.tcp_distance(s, "{t}") / 0.4)
+
+
+def complete_2(s):
+    return h.xy_distance(s, "{t}", "{r}") < 0.05 and not h.is_grasped(s, "{t}")
+
+
+def potential_2(s):
+    return 1.0 - clip01(h.xy_distance(s, "{t}", "{r}") / 0.5)
+'''
+
+
+@pytest.fixture(scope="module")
+def scene():
+    spec = sample_spec("pick_place", 0)
+    demo, trace = planner_trace(spec)
+    assert trace.success
+    roles = {"t": spec.task.with_role("target")[0].name, "r": spec.task.with_role("receptacle")[0].name}
+    return spec, trace, roles
+
+
+def program(roles, body: str = GOOD) -> str:
+    return body.replace("{t}", roles["t"]).replace("{r}", roles["r"])
+
+
+def test_learning_tools_match_the_memory_schema():
+    assert LEARNING_TOOLS == MEMORY_TOOLS
+
+
+class _Pred:
+    def __init__(self, value):
+        self.value = value
+
+    def evaluate(self, state):
+        return self.value
+
+
+@pytest.mark.parametrize(
+    ("done", "phi", "nu", "expected"),
+    [
+        ((False, False, False), [0.3, 0.9, 0.9], True, (0.3 / 3, 0)),
+        ((True, False, True), [0.0, 0.5, 0.9], True, ((1 + 0.5) / 3, 1)),  # cumulative: the 3rd does not count
+        ((True, True, False), [0.0, 0.0, 0.25], True, ((2 + 0.25) / 3, 2)),
+        ((True, True, True), [0.0, 0.0, 0.7], True, (1.0, 3)),
+        ((True, True, True), [0.0, 0.0, 0.7], False, ((2 + 0.7) / 3, 2)),  # ν is the final condition
+    ],
+)
+def test_staged_potential_golden_values(done, phi, nu, expected):
+    ns = {"SUBGOALS": ["a", "b", "c"]}
+    for k in range(3):
+        ns[f"complete_{k + 1}"] = lambda s, v=done[k]: v
+        ns[f"potential_{k + 1}"] = lambda s, v=phi[k]: v
+    value, k, _ = staged(ns, None, _Pred(nu))
+    assert (round(value, 9), k) == (round(expected[0], 9), expected[1])
+
+
+def test_spearman_matches_hand_computation():
+    assert spearman([0.0, 0.1, 0.2, 0.3]) == pytest.approx(1.0)
+    assert spearman([3, 2, 1]) == pytest.approx(-1.0)
+    # values 1, 3, 2, 4 -> ranks 0, 2, 1, 3 against 0, 1, 2, 3: rho = 1 - 6 * 2 / (4 * 15) = 0.8
+    assert spearman([1, 3, 2, 4]) == pytest.approx(0.8)
+    # ties get the average rank: [0, 0, 1] -> ranks 0.5, 0.5, 2
+    assert spearman([0, 0, 1]) == pytest.approx(math.sqrt(3) / 2)
+    assert spearman([0.5, 0.5, 0.5]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: "import os\n" + s, "import of 'os' is not allowed"),
+        (lambda s: s.replace("from sim import helpers as h", "from sim import helpers as h\nfrom sim.env import CodaEnv"),
+         "from sim.env import"),
+        (lambda s: s.replace("h.tcp_distance(s, ", "h.teleport(s, ", 1), "sim.helpers has no function 'teleport'"),
+        (lambda s: s.replace('LEARNING_TOOL = "awr_shaped"', 'LEARNING_TOOL = "magic"'), "LEARNING_TOOL"),
+        (lambda s: s.replace("def complete_2(s):", "def complete_two(s):"), "define complete_2(state)"),
+        (lambda s: s.replace('SUBGOALS = ["reach', 'SUBGOALS = list(["reach').replace('away"]', 'away"])'), "SUBGOALS"),
+        (lambda s: s.replace("def potential_1(s):", "def potential_1(s, extra):"), "exactly one argument"),
+        (lambda s: s + "\nopen('x', 'w')\n", "use of 'open' is not allowed"),
+    ],
+)
+def test_static_checks_name_the_problem(scene, edit, message):
+    problems = static_problems(edit(program(scene[2])))
+    assert problems and any(message in p for p in problems), problems
+
+
+def test_good_program_passes_all_checks(scene):
+    spec, trace, roles = scene
+    report = check_program(program(roles), spec, [episode(trace, 4)], [episode(trace)])
+    assert report.ok, report.errors
+    assert report.subgoals == [f"reach the {roles['t']}", f"put the {roles['t']} away"]
+    assert report.learning_tool == "awr_shaped"
+    assert report.ms_per_state < 1.0 and report.rank_correlation[0] >= 0.5
+    assert report.demo_phi[0][-1] == 1.0 and report.demo_phi[0][0] < 0.2
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: s.replace("return 1.0 - clip01(h.tcp_distance", "return 2.0 - clip01(h.tcp_distance"),
+         "potentials must lie in [0, 1]"),
+        (lambda s: s.replace("return 1.0 - clip01(h.tcp_distance", "return float('nan') + clip01(h.tcp_distance"),
+         "non-finite"),
+        (lambda s: s + "\nCALLS = [0]\n\n\ndef potential_1(s):\n    CALLS[0] += 1\n    return (CALLS[0] % 2) * 0.5\n",
+         "not deterministic"),
+        (lambda s: s.replace('return h.tcp_distance(s, "{t}") < 0.04 or',
+                             "return sum(h.tcp_distance(s, '{t}') for _ in range(3000)) < 0.0 or"), "ms per state"),
+        (lambda s: s.replace("return 1.0 - clip01(h.xy_distance", "return clip01(h.xy_distance").replace(
+            "return 1.0 - clip01(h.tcp_distance", "return clip01(h.tcp_distance"), "does not rise"),
+        (lambda s: s.replace('h.tcp_distance(s, "{t}") / 0.4', 'h.tcp_distance(s, "nothing") / 0.4'),
+         "unknown object 'nothing'"),
+    ],
+)
+def test_runtime_checks_catch_bad_potentials(scene, edit, message):
+    spec, trace, roles = scene
+    source = program(roles, edit(GOOD))
+    report = check_program(source, spec, [episode(trace, 4)], [episode(trace)])
+    assert not report.ok and any(message in e for e in report.errors), report.errors
+
+
+def test_potentials_of_a_trace_for_training(scene):
+    spec, trace, roles = scene
+    phi = potentials(program(roles), spec, trace, every=8)
+    assert len(phi) == len(range(0, trace.steps + 1, 8)) + (trace.steps % 8 != 0)
+    assert phi[-1] == 1.0 and all(0.0 <= p <= 1.0 for p in phi)
