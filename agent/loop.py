@@ -201,7 +201,7 @@ class CoEvolution:
                  "mode_id": info[x["scene_id"]]["mode_id"]} for x in result]
 
     def diagnose(self, r: int, scenes: list[dict], rollouts: list[dict]) -> list[dict]:
-        from agent.roles.evidence import Evidence
+        from sim.evidence.models import Evidence
 
         strata = defaultdict(list)
         for x in rollouts:

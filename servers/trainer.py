@@ -110,7 +110,7 @@ def build_server(run_dir: Path, device: str | None = None) -> MCPServer:
         from sim.evidence import extract_evidence
 
         trace = service.trace(rollout_id)
-        ev = extract_evidence(trace, keyframes=keyframes)
+        ev = extract_evidence(trace, keyframes=keyframes, rollout_id=rollout_id)
         return RolloutEvidence(rollout_id=rollout_id, scene_id=trace.spec.spec_hash(), success=trace.success,
                                steps=trace.steps, summary=ev.to_prompt_text(), evidence=ev.model_dump(mode="json"))
 

@@ -15,16 +15,50 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim import helpers as h
-from sim.constants import ACTION_DIM, MAX_DPOS, MAX_DROT
+from sim.articulate import articulate
+from sim.constants import ACTION_DIM
 from sim.env import CodaEnv
-from sim.predicates import Atom, atoms
+from sim.motion import (
+    CLOSE,
+    EMPTY_RADIUS,
+    OPEN,
+    PAD_REACH,
+    Clearance,
+    Runner,
+    clearance_at,
+    closing_yaw,
+    grip_command,
+    matrix_from_quat,
+    palm_floor,
+    quat_yaw,
+    route,
+    yaw_quat,
+)
+from sim.predicates import Atom
+from sim.slots import (
+    RELEASE_OPENING,
+    SOLO,
+    PlanError,
+    Share,
+    Slot,
+    destination,
+    grasp_axis,
+    line_width,
+    slot_plan,
+)
 
-OPEN, CLOSE = -1.0, 1.0
-TRANSPORT_Z = 0.22
 PAD_CLEARANCE = 0.018
 """lowest TCP height above an object's bottom when grasping (keeps the pads off the table)"""
 PALM_CLEARANCE = 0.048
 """the TCP stays at most this far below an object's top, so the palm (5.5 cm above the TCP) clears it"""
+HOVER = 0.05
+"""the open pads stop this far above an object's top before descending onto it"""
+DROP = 0.012
+"""a placed object is released this far above its resting height"""
+RELEASE_RADIUS = 0.06
+"""around a released object, the fingers rise clear of everything this close (they open along the line)"""
+LIFT = 0.12
+"""how high `lifted` goals raise the object"""
 
 
 @dataclass
@@ -42,233 +76,70 @@ class Demo:
         return np.asarray(self.actions, dtype=np.float32).reshape(-1, ACTION_DIM)
 
 
-class PlanError(RuntimeError):
-    """The predicate has no scripted solution (e.g. `~on(...)` alone)."""
+# --- picking --------------------------------------------------------------------------------------
 
 
-# --- orientation utilities ------------------------------------------------------------------------
-
-
-def quat_from_matrix(r: np.ndarray) -> np.ndarray:
-    import mujoco
-
-    q = np.empty(4)
-    mujoco.mju_mat2Quat(q, np.asarray(r, dtype=np.float64).reshape(9))
-    return q
-
-
-def yaw_quat(yaw: float) -> np.ndarray:
-    return np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
-
-
-def _rot_delta(q_to: np.ndarray, q_from: np.ndarray) -> np.ndarray:
-    """World-frame axis-angle taking q_from to q_to."""
-    import mujoco
-
-    conj = q_from * np.array([1, -1, -1, -1])
-    dq = np.empty(4)
-    mujoco.mju_mulQuat(dq, q_to, conj)
-    if dq[0] < 0:
-        dq = -dq
-    vel = np.empty(3)
-    mujoco.mju_quat2Vel(vel, dq, 1.0)
-    return vel
-
-
-def grasp_yaw(state: h.SceneState, name: str) -> float:
+def grasp_yaw(state: h.SceneState, name: str, near: float = 0.0) -> float:
     """Gripper yaw whose closing axis (body y) lies along the object's narrow side."""
-    o = state.obj(name)
-    r = h.rotation(state, name)
-    axis = r[:, 1] if getattr(o.asset, "grasp_axis", "y") == "y" else r[:, 0]
-    yaw = math.atan2(-axis[0], axis[1])
-    return (yaw + math.pi / 2) % math.pi - math.pi / 2
+    return closing_yaw(grasp_axis(state, name), near)
 
 
-# --- primitive motion ---------------------------------------------------------------------------
+def grasp_point(state: h.SceneState, name: str) -> np.ndarray:
+    """TCP position for grasping: over the centre of mass, pads low enough, palm above the top."""
+    centre = h.position(state, name)
+    centre[:2] = state.data.xipos[state.obj(name).body][:2]  # over the centre of mass (hammers, mugs)
+    bottom, top = h.bottom_z(state, name), h.top_z(state, name)
+    centre[2] = max(bottom + PAD_CLEARANCE, top - PALM_CLEARANCE, min(centre[2], top - 0.02))
+    return centre
 
 
-class _Runner:
-    """Drives the env towards waypoints, recording observations and actions."""
-
-    def __init__(self, env: CodaEnv, demo: Demo, obs: dict):
-        self.env, self.demo, self.obs = env, demo, obs
-        self.done = False
-
-    def act(self, action: np.ndarray) -> None:
-        self.demo.observations.append(self.obs)
-        self.demo.actions.append(action.astype(np.float32))
-        self.obs, _, terminated, truncated, info = self.env.step(action)
-        self.done = terminated or truncated
-
-    def move(self, pos, quat, grip: float, tol: float = 0.02, max_steps: int = 25, settle: int = 0) -> bool:
-        pos = np.asarray(pos, dtype=np.float64)
-        for _ in range(max_steps):
-            if self.done:
-                return False
-            tp, tq = self.env.target_pose()
-            dpos = np.clip(pos - tp, -MAX_DPOS, MAX_DPOS)
-            drot = _rot_delta(quat, tq)
-            n = np.linalg.norm(drot)
-            if n > MAX_DROT:
-                drot *= MAX_DROT / n
-            self.act(np.concatenate([dpos, drot, [grip]]))
-            actual = h.gripper_position(self.env.state)
-            if np.linalg.norm(pos - self.env.target_pose()[0]) < 1e-6 and np.linalg.norm(actual - pos) < tol:
-                if n < 0.05:
-                    settle -= 1
-                    if settle < 0:
-                        return True
-        return False
-
-    def hold(self, grip: float, steps: int) -> None:
-        for _ in range(steps):
-            if self.done:
-                return
-            self.act(np.array([0, 0, 0, 0, 0, 0, grip], dtype=np.float64))
-
-
-# --- skills ---------------------------------------------------------------------------------------
-
-
-def _pick(run: _Runner, name: str) -> Iterator[str]:
-    st = run.env.state
-    center = h.position(st, name)
-    center[:2] = st.data.xipos[st.obj(name).body][:2]  # grasp over the centre of mass (hammers, mugs)
-    bottom, top = h.bottom_z(st, name), h.top_z(st, name)
-    z = max(bottom + PAD_CLEARANCE, top - PALM_CLEARANCE, min(center[2], top - 0.02))
-    q = yaw_quat(grasp_yaw(st, name))
+def _pick(run: Runner, name: str) -> Iterator[str]:
+    st = run.state
+    grasp = grasp_point(st, name)
+    q = yaw_quat(grasp_yaw(st, name, quat_yaw(run.pose()[1])))
     yield "approach"
-    run.move([center[0], center[1], max(top + 0.05, z + 0.08)], q, OPEN, tol=0.03)
-    run.move([center[0], center[1], z], q, OPEN, tol=0.008, settle=1)
+    hover = np.array([grasp[0], grasp[1], max(h.top_z(st, name) + HOVER, grasp[2] + 0.05)])
+    run.follow(route(run, hover, Clearance(PAD_REACH, EMPTY_RADIUS)), q, OPEN, tol=None)
+    run.move(grasp, q, OPEN, tol=0.008)
     yield "grasp"
-    run.hold(CLOSE, 3)
+    run.close_on(name)
     yield "lift"
-    run.move([center[0], center[1], z + 0.02], q, CLOSE, tol=0.01, max_steps=3)  # gentle start
-    tz = max(TRANSPORT_Z, z + 0.12)
-    run.move([center[0], center[1], tz], q, CLOSE, tol=0.04)
+    run.move(grasp + [0.0, 0.0, 0.02], q, CLOSE, tol=None)  # straight up off its support first
 
 
-def _held_offset(run: _Runner, name: str) -> float:
+# --- placing --------------------------------------------------------------------------------------
+
+
+def _held_offset(run: Runner, name: str) -> float:
     """Height of the TCP above the held object's bottom."""
-    st = run.env.state
-    return float(h.gripper_position(st)[2] - h.bottom_z(st, name))
+    return float(h.gripper_position(run.state)[2] - h.bottom_z(run.state, name))
 
 
-def _release_at(run: _Runner, name: str, xy, floor_z: float) -> Iterator[str]:
-    st = run.env.state
-    q = run.env.target_pose()[1]
-    offset = _held_offset(run, name)
-    tz = max(TRANSPORT_Z, floor_z + offset + 0.08)
-    yield "transport"
-    run.move([xy[0], xy[1], tz], q, CLOSE, tol=0.03)
-    yield "place"
-    run.move([xy[0], xy[1], floor_z + offset + 0.012], q, CLOSE, tol=0.01, settle=1)
-    yield "release"
-    run.hold(OPEN, 3)
-    run.move([xy[0], xy[1], max(tz, h.gripper_position(st)[2] + 0.08)], q, OPEN, tol=0.04)
+def _held_xy(run: Runner, name: str, quat: np.ndarray) -> np.ndarray:
+    """Horizontal offset from the TCP to the held object's centre once the gripper is turned to `quat`."""
+    st = run.state
+    grip_r = st.data.xmat[st.compiled.gripper.body].reshape(3, 3)
+    local = grip_r.T @ (h.position(st, name) - h.gripper_position(st))
+    return (matrix_from_quat(quat) @ local)[:2]
 
 
-def _place_in(run: _Runner, name: str, container: str, slot: int = 0, slots: int = 1) -> Iterator[str]:
-    box = h.interior_box(run.env.state, container)
-    if box is None:
-        raise PlanError(f"{container} has no cavity to put {name} in")
-    center, r, half = box
-    local = np.zeros(3)
-    o = run.env.state.obj(container)
-    if o.articulated and o.asset.kind == "drawer":
-        local[0] = -half[0] + min(half[0], 0.06)  # front part of the tray, outside the cabinet
-    if slots > 1:
-        local[1] = (slot - (slots - 1) / 2) * min(0.07, 1.6 * half[1] / slots)
-    xy = center + r @ local
-    yield from _release_at(run, name, xy[:2], center[2] - half[2])
-
-
-def _place_on(run: _Runner, name: str, support: str, slot: int = 0, slots: int = 1) -> Iterator[str]:
-    st = run.env.state
-    if support == h.TABLE:
-        raise PlanError("placing on the table needs a location; use near(...)")
-    s = st.obj(support)
-    if s.articulated or s.asset.interior is not None and not getattr(s.asset, "top_z", 0):
-        yield from _place_in(run, name, support, slot, slots)
-        return
-    c = h.position(st, support)
-    r = h.rotation(st, support)
-    local = np.zeros(3)
-    if slots > 1:
-        long_axis = 0 if s.half_extent[0] >= s.half_extent[1] else 1
-        local[long_axis] = (slot - (slots - 1) / 2) * min(0.075, 1.4 * s.half_extent[long_axis] / slots)
-    xy = (c + r @ local)[:2]
-    surface = float(st.data.xpos[s.body][2] + s.asset.top_z * s.scale)
-    yield from _release_at(run, name, xy, surface)
-
-
-def _place_near(run: _Runner, name: str, other: str, dist: float) -> Iterator[str]:
-    st = run.env.state
-    a, b = st.obj(name), st.obj(other)
-    ra, rb = math.hypot(*a.half_extent[:2]), math.hypot(*b.half_extent[:2])
-    d = min(dist * 0.8, max(ra + rb + 0.01, dist * 0.5))
-    pb = h.position(st, other)
-    toward = h.position(st, name)[:2] - pb[:2]
-    n = np.linalg.norm(toward)
-    u = toward / n if n > 1e-6 else np.array([-1.0, 0.0])
-    yield from _release_at(run, name, pb[:2] + u * d, 0.0)
-
-
-def _articulate(run: _Runner, name: str, fraction: float) -> Iterator[str]:
-    st = run.env.state
+def _release(run: Runner, name: str, slot: Slot) -> Iterator[str]:
+    st = run.state
+    yaw = closing_yaw(slot.closing_axis, quat_yaw(run.pose()[1]))
+    q = yaw_quat(yaw)
+    hang = _held_offset(run, name)
     o = st.obj(name)
-    lo, hi = o.joint_range
-    d, m = run.env.data, run.env.model
-    handle = d.site_xpos[o.handle_site].copy()
-    axis = d.xaxis[o.joint].copy()
-    anchor = d.xanchor[o.joint].copy()
-    base_r = d.xmat[o.body].reshape(3, 3)
-    front = -base_r[:, 0]  # the fixture's front faces its −x
-    bar_vertical = o.asset.handle_axis == "z"
-    # gripper points into the fixture (body −z... fingers along +x of the fixture frame)
-    z_body = front.copy()
-    y_body = np.cross(front, [0.0, 0.0, 1.0]) if bar_vertical else np.array([0.0, 0.0, 1.0])
-    y_body /= np.linalg.norm(y_body)
-    x_body = np.cross(y_body, z_body)
-    r0 = np.column_stack([x_body, y_body, z_body])
-    q0 = quat_from_matrix(r0)
-    yield "approach"
-    run.move(handle + front * 0.10, q0, OPEN, tol=0.03)
-    run.move(handle + front * 0.004, q0, OPEN, tol=0.008, settle=1)
-    yield "grasp"
-    run.hold(CLOSE, 3)
-    yield "open" if fraction > (d.qpos[o.joint_qpos] - lo) / (hi - lo) else "close"
-    goal = lo + fraction * (hi - lo)
-    slide = m.jnt_type[o.joint] == 2
-    max_dq = 0.035 if slide else 0.14
-    for _ in range(40):  # closed loop on the measured joint position: the handle leads, the gripper follows
-        q = float(d.qpos[o.joint_qpos])
-        if abs(goal - q) < 0.02 * (hi - lo) or run.done:
-            break
-        dq = float(np.clip(goal - q, -max_dq, max_dq))
-        grip = h.gripper_position(st)
-        tq = run.env.target_pose()[1]
-        if slide:
-            pos, quat = grip + axis * dq, tq
-        else:
-            rot_m = _axis_rotation(axis, dq)
-            r_now = np.empty(9)
-            import mujoco
-
-            mujoco.mju_quat2Mat(r_now, tq)
-            pos, quat = anchor + rot_m @ (grip - anchor), quat_from_matrix(rot_m @ r_now.reshape(3, 3))
-        run.move(pos, quat, CLOSE, tol=0.5, max_steps=1)
-    run.hold(CLOSE, 2)
+    radius = math.hypot(*o.half_extent[:2]) + 0.01
+    xy = slot.xy - _held_xy(run, name, q)  # the object's centre, not the TCP, goes to the slot
+    place = np.array([xy[0], xy[1], max(slot.floor + hang + DROP, palm_floor(run, xy, q, {name}))])
+    yield "transport"
+    run.follow(route(run, place, Clearance(hang, radius, frozenset({name}))), q, CLOSE, tol=0.01)
     yield "release"
-    run.hold(OPEN, 3)
-    cur = h.gripper_position(st)
-    run.move(cur + front * 0.08, run.env.target_pose()[1], OPEN, tol=0.04)
-
-
-def _axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    a = axis / np.linalg.norm(axis)
-    k = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    return np.eye(3) + math.sin(angle) * k + (1 - math.cos(angle)) * (k @ k)
+    clear_of = max(h.finger_gap(st) / 2, line_width(o.half_extent) / 2)
+    let_go = grip_command(clear_of + RELEASE_OPENING)  # just clear of the object: spares its neighbours
+    run.hold(let_go, 2)
+    clear = max(place[2], clearance_at(run, place, Clearance(PAD_REACH, RELEASE_RADIUS)))
+    run.move([place[0], place[1], clear], q, let_go, tol=None)  # out of the receptacle before opening wide
 
 
 # --- plan from predicate --------------------------------------------------------------------------
@@ -305,45 +176,46 @@ def _positive_atoms(pred) -> list[Atom]:
     return [pred] if pred.op not in ("grasped", "upright") else []
 
 
+def _place(run: Runner, atom: Atom, shares: dict[str, Share]) -> Iterator[str]:
+    name = atom.args[0]
+    if not h.is_grasped(run.state, name):
+        yield from _pick(run, name)
+    yield from _release(run, name, destination(run.state, atom, shares.get(name, SOLO)))
+
+
+def _lift(run: Runner, name: str) -> Iterator[str]:
+    yield from _pick(run, name)
+    up = run.pose()[0] + [0.0, 0.0, LIFT]
+    run.move(up, run.pose()[1], CLOSE, tol=0.03)
+    run.hold(CLOSE, 2)
+
+
+def _steps_for(run: Runner, atom: Atom, shares: dict[str, Share]) -> Iterator[str]:
+    if atom.op == "open_fraction":
+        frac = min(max((atom.param("min") + atom.param("max")) / 2, 0.0), 1.0)
+        return articulate(run, atom.args[0], frac)
+    if atom.op == "lifted":
+        return _lift(run, atom.args[0])
+    return _place(run, atom, shares)
+
+
 def run_planner(env: CodaEnv, seed: int | None = None) -> Demo:
     """Reset the env and execute the scripted plan; returns the demonstration."""
     obs = env.reset(seed=seed)
     demo = Demo()
-    run = _Runner(env, demo, obs)
+    run = Runner(env, demo, obs)
     goals = subgoals(env)
     if not goals:
         raise PlanError(f"no plannable goal in {env.spec.task.success}")
-    targets = {}
-    for a in goals:
-        if a.op in ("inside", "on", "stacked"):
-            targets.setdefault(a.args[1], []).append(a.args[0])
     try:
-        for a in goals:
-            demo.subgoals.append(str(a))
+        shares = slot_plan(env.state, goals)
+        for atom in goals:
             if run.done:
                 break
-            if a.op == "open_fraction":
-                frac = min(max((a.param("min") + a.param("max")) / 2, 0.0), 1.0)
-                steps = _articulate(run, a.args[0], frac)
-            elif a.op == "lifted":
-                steps = _pick(run, a.args[0])
-            else:
-                obj, dest = a.args
-                if not h.is_grasped(env.state, obj):
-                    for _ in _pick(run, obj):
-                        pass
-                slot, slots = targets.get(dest, [obj]).index(obj), len(targets.get(dest, [obj]))
-                if a.op == "inside":
-                    steps = _place_in(run, obj, dest, slot, slots)
-                elif a.op == "near":
-                    steps = _place_near(run, obj, dest, a.param("dist"))
-                else:
-                    steps = _place_on(run, obj, dest, slot, slots)
-            for _ in steps:
+            demo.subgoals.append(str(atom))
+            for _ in _steps_for(run, atom, shares):
                 if run.done:
                     break
-        if a.op == "lifted":
-            run.hold(CLOSE, 2)
     except PlanError as exc:
         demo.failure = str(exc)
     demo.success = env.success()

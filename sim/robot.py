@@ -20,10 +20,20 @@ FINGER_PAD = (0.012, 0.006, 0.035)
 """finger box half sizes: along x (pad width), y (thickness), z (length)"""
 FINGER_Z = 0.02
 """finger box centre height above the TCP (the pads reach 1.5 cm below the TCP)"""
+PALM = (0.02, 0.06, 0.012)
+"""palm box half sizes: it spans the closing axis (body y)"""
+PALM_Z = FINGER_Z + FINGER_PAD[2] + PALM[2]
+"""palm centre height above the TCP (its underside is 5.5 cm above the TCP)"""
 FINGER_SQUEEZE = -0.012
 """finger target when fully closed: past the centre, so even thin handles are squeezed with the full force"""
 GRIP_KP = 1500.0
 GRIP_FORCE = 20.0
+FINGER_DAMPING = 80.0
+"""finger joint damping (N s/m): caps the closing speed at GRIP_FORCE / FINGER_DAMPING (0.25 m/s), so the pads
+meet an object instead of slamming into it (fast pads pierce the soft contacts and squeeze light objects out)"""
+WELD_TIMECONST = 0.02
+"""time constant (s) of the weld pulling the gripper to its mocap target: the 10 Hz target steps are smoothed
+over a few substeps instead of jerking the gripper (and whatever it holds) to each new target"""
 
 
 @dataclass
@@ -59,8 +69,8 @@ class FloatingGripper:
         body.add_geom(
             name="gripper/palm",
             type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=[0.02, 0.06, 0.012],
-            pos=[0, 0, FINGER_Z + FINGER_PAD[2] + 0.012],
+            size=list(PALM),
+            pos=[0, 0, PALM_Z],
             rgba=[0.25, 0.25, 0.28, 1],
             mass=0.3,
         )
@@ -81,7 +91,7 @@ class FloatingGripper:
                 type=mujoco.mjtJoint.mjJNT_SLIDE,
                 axis=[0, sign, 0],
                 range=[0.0, FINGER_OPEN],
-                damping=8.0,
+                damping=FINGER_DAMPING,
                 armature=0.01,
             )
             finger.add_geom(
@@ -112,7 +122,7 @@ class FloatingGripper:
             name1="gripper_target",
             name2="gripper",
             objtype=mujoco.mjtObj.mjOBJ_BODY,
-            solref=[0.01, 1.0],
+            solref=[WELD_TIMECONST, 1.0],
             data=[0.0] * 3 + [0.0] * 3 + [1.0, 0.0, 0.0, 0.0] + [1.0, 0.0],
         )
 

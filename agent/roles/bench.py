@@ -11,7 +11,7 @@ from collections import Counter
 
 from agent.roles.critic import Critic, CriticContext, OfflineCritic
 from agent.roles.planted import generate
-from agent.roles.timeline import build_evidence
+from sim.evidence.timeline import build_evidence
 
 
 def add_arguments(parser) -> None:

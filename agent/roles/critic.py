@@ -22,10 +22,10 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field, field_validator
 
 from agent.llm import ROLE_CRITIC, ImageBlock, LLMBackend, TokenLedger, ask_structured
-from agent.roles.evidence import SPATIAL_EVENTS, Event, Evidence
+from sim.evidence.models import SPATIAL_EVENTS, Event, Evidence
 from agent.roles.prompt_files import render_prompt
-from agent.roles.ranges import TrainingRanges
-from agent.roles.timeline import build_evidence
+from sim.evidence.ranges import TrainingRanges
+from sim.evidence.timeline import build_evidence
 from memory_store.schema import Diagnosis
 from memory_store.schema import Evidence as RecordEvidence
 from sim.constants import DIAGNOSIS_FACTORS, PHASES

@@ -15,6 +15,7 @@ BENCHES = {
     "policy": "policy.bench",
     "rollouts": "policy.bench_rollouts",
     "mcp": "servers.bench",
+    "critic": "agent.roles.bench",
 }
 
 

@@ -12,7 +12,17 @@ initial opening, 0–2 distractors, the object to store.
 
 from __future__ import annotations
 
-from sim.families.base import Template, new_scene, add_distractors, category, choose, instance, label, seed_layout, templates_for
+from sim.families.base import (
+    Template,
+    add_distractors,
+    category,
+    choose,
+    instance,
+    label,
+    new_scene,
+    seed_layout,
+    templates_for,
+)
 from sim.predicates import grasped, inside, open_fraction
 from sim.scene import Scene, SceneSplit, place
 
@@ -66,7 +76,7 @@ def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scen
     f = scene.add_object(instance(rng, kind, split), role="articulated")
     objs = {"f": f}
     if store:
-        cat = category(rng, split, graspable=True, tag="food")
+        cat = category(rng, split, graspable=True, tag="food", accept=_small)
         objs["t"] = scene.add_object(instance(rng, cat, split, accept=_small), role="target")
     candidates = [t for t in templates_for(TEMPLATES, split, objs) if ("t" in t.slots) == store]
     template = choose(rng, candidates)

@@ -50,17 +50,31 @@ def choose(rng: np.random.Generator, items: list):
     return items[int(rng.integers(len(items)))]
 
 
-def category(rng, split: SceneSplit, *, exclude: tuple[str, ...] = (), **filters) -> str:
-    """A category name matching the filters, from the split's side when that side has one."""
-    cats = [c.name for c in assets.categories_with(split=split.categories, **filters) if c.name not in exclude]
-    if not cats:
-        cats = [c.name for c in assets.categories_with(**filters) if c.name not in exclude]
-    return choose(rng, sorted(cats))
+def category(rng, split: SceneSplit, *, exclude: tuple[str, ...] = (), accept: Callable | None = None, **filters) -> str:
+    """A category name matching the filters, from the split's side when that side has one.
+
+    With `accept(asset)`, categories with at least one accepted instance come first (like `instance`, it
+    falls back to ignoring `accept` when no category has one).
+    """
+
+    def ok(c, check) -> bool:
+        return c.name not in exclude and (check is None or any(map(check, _pool(c.name, split))))
+
+    for check in dict.fromkeys((accept, None)):
+        for side in (split.categories, None):
+            cats = [c.name for c in assets.categories_with(split=side, **filters) if ok(c, check)]
+            if cats:
+                return choose(rng, sorted(cats))
+    return choose(rng, [])
+
+
+def _pool(category_name: str, split: SceneSplit) -> list:
+    return assets.assets_in(category_name, split=split.instances) or assets.assets_in(category_name)
 
 
 def instance(rng, category_name: str, split: SceneSplit, accept: Callable | None = None) -> str:
     """An instance id of the category from the split's side, optionally filtered by `accept(asset)`."""
-    pool = assets.assets_in(category_name, split=split.instances) or assets.assets_in(category_name)
+    pool = _pool(category_name, split)
     good = [a for a in pool if accept is None or accept(a)] or pool
     return choose(rng, good).id
 

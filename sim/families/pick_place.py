@@ -12,7 +12,17 @@ held-out task templates use `near`, `upright` and `lifted` compositions.
 
 from __future__ import annotations
 
-from sim.families.base import Template, new_scene, add_distractors, category, choose, instance, label, seed_layout, templates_for
+from sim.families.base import (
+    Template,
+    add_distractors,
+    category,
+    choose,
+    instance,
+    label,
+    new_scene,
+    seed_layout,
+    templates_for,
+)
 from sim.predicates import grasped, inside, lifted, near, on, upright
 from sim.scene import Scene, SceneSplit, place
 

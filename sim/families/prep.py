@@ -4,7 +4,7 @@
 the other.
 
 **Randomizations**: item categories and instances (2 items; 3 in a held-out template), receptacle category and
-instance (large enough for all items), 0–1 distractors, seed layout.
+instance (with room for all items side by side, fingers included), 0–1 distractors, seed layout.
 
 **Success conditions**: `on(i, r)` or `inside(i, r)` for every item, and no item grasped; held-out templates use
 three items, or two receptacles.
@@ -16,9 +16,20 @@ from functools import reduce
 from operator import and_
 
 from sim import assets
-from sim.families.base import Template, new_scene, add_distractors, category, choose, instance, label, seed_layout, templates_for
+from sim.families.base import (
+    Template,
+    add_distractors,
+    category,
+    choose,
+    instance,
+    label,
+    new_scene,
+    seed_layout,
+    templates_for,
+)
 from sim.predicates import grasped, inside, on
 from sim.scene import Scene, SceneSplit
+from sim.slots import line_room, line_width, slot_line
 
 NAME = "prep"
 
@@ -59,10 +70,14 @@ def _item(asset) -> bool:
     return max(asset.half_extent[:2]) <= 0.04
 
 
-def _roomy(n: int):
+def _roomy(items):
+    """Receptacles whose slot line (see `sim.slots.slot_line`) has room for the items side by side."""
+    need = line_room([line_width(a.half_extent) for a in items])
+
     def accept(asset) -> bool:
-        half = asset.interior.half if asset.interior is not None else asset.half_extent
-        return max(half[:2]) >= 0.028 * n + 0.03 and min(half[:2]) >= 0.045
+        cavity = asset.interior is not None
+        half = asset.interior.half if cavity else asset.half_extent
+        return slot_line(half[:2], cavity)[1] >= need and min(half[:2]) >= 0.045
 
     return accept
 
@@ -73,17 +88,17 @@ def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scen
     rng = scene.rng
     n = 3 if split.tasks == "heldout" else 2
     container = bool(rng.random() < 0.5)
-    r_cat = (
-        category(rng, split, container=True, articulated=False)
-        if container
-        else category(rng, split, surface=True, graspable=False, articulated=False)
-    )
-    objs, used = {}, [r_cat]
+    objs, items = {}, []
     for slot in "abc"[:n]:
-        cat = category(rng, split, graspable=True, tag="food", exclude=tuple(used))
-        used.append(cat)
-        objs[slot] = scene.add_object(instance(rng, cat, split, accept=_item), role="target")
-    objs["r"] = scene.add_object(instance(rng, r_cat, split, accept=_roomy(n)), role="receptacle")
+        taken = tuple(a.category for a in items)
+        cat = category(rng, split, graspable=True, tag="food", exclude=taken, accept=_item)
+        items.append(assets.get_asset(instance(rng, cat, split, accept=_item)))
+        objs[slot] = scene.add_object(items[-1].id, role="target")
+    roomy = _roomy(items)
+    kind = {"container": True} if container else {"surface": True, "graspable": False}
+    r_cat = category(rng, split, articulated=False, accept=roomy, **kind)
+    objs["r"] = scene.add_object(instance(rng, r_cat, split, accept=roomy), role="receptacle")
+    used = [o.category for o in objs.values()]
     add_distractors(scene, rng, split, int(rng.integers(0, 2)), exclude=tuple(used))
     choose(rng, templates_for(TEMPLATES, split, objs)).apply(scene, objs)
     scene.set_layout(seed_layout=seed_layout(rng, split))

@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from agent.roles.evidence import Evidence
+from sim.evidence.models import Evidence
 from agent.roles.planted import attempt
-from agent.roles.ranges import TrainingRanges, relation_signature
+from sim.evidence.ranges import TrainingRanges, relation_signature
 from agent.roles.rollouts import planner_trace
-from agent.roles.timeline import build_evidence
+from sim.evidence.timeline import build_evidence
 from sim.families import sample_spec
 from sim.predicates import grasped, inside, open_fraction
 

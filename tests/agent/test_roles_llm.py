@@ -14,7 +14,7 @@ from agent.roles import CompileRequest, WriteRequest, make_roles
 from agent.roles.planted import attempt
 from agent.roles.potential_templates import write_program
 from agent.roles.rollouts import planner_trace
-from agent.roles.timeline import build_evidence
+from sim.evidence.timeline import build_evidence
 
 PROVIDERS = ["anthropic", "openai"]
 EXAMPLE = (Path(__file__).resolve().parents[2] / "examples" / "scenes" / "pick_place.py").read_text()

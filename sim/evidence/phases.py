@@ -1,5 +1,5 @@
 """The phase machine behind rollout evidence: per-step facts, goals, and the `Tracker` that labels phases and
-collects contact and grasp events (see `agent.roles.timeline`)."""
+collects contact and grasp events (see `sim.evidence.timeline`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agent.roles.evidence import Event
+from sim.evidence.models import Event
 from sim import helpers as h
 from sim.helpers import SceneState
 from sim.planner import order_subgoals

@@ -1,6 +1,6 @@
 """Rollout evidence: what the failure critic reads about one rollout, as JSON-serializable pydantic models.
 
-`build_evidence(trace)` (in `agent.roles.timeline`) fills an `Evidence` from a `sim.trace.Trace`: the phase
+`build_evidence(trace)` (in `sim.evidence.timeline`) fills an `Evidence` from a `sim.trace.Trace`: the phase
 timeline, contact and grasp events, distances to the goals over time, the success predicate's atoms over time,
 where progress stalled, static scene facts (attributes against their training ranges, neighbours on the grasp
 side) and optional keyframes. `Evidence.to_prompt_text()` is the summary an LLM critic reads.

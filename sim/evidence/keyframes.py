@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from agent.roles.evidence import Keyframe
+from sim.evidence.models import Keyframe
 from sim.trace import Trace
 
 log = logging.getLogger(__name__)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.roles.evidence import AtomTrack, Evidence, GoalTrack, PhaseSpan
-from agent.roles.keyframes import render_keyframes
-from agent.roles.phases import ART_ORDER, MOVE_ORDER, Goal, Step, Tracker, goals_of, step_facts, xy_dist
-from agent.roles.ranges import TrainingRanges
-from agent.roles.scene_facts import object_facts, task_facts
+from sim.evidence.models import AtomTrack, Evidence, GoalTrack, PhaseSpan
+from sim.evidence.keyframes import render_keyframes
+from sim.evidence.phases import ART_ORDER, MOVE_ORDER, Goal, Step, Tracker, goals_of, step_facts, xy_dist
+from sim.evidence.ranges import TrainingRanges
+from sim.evidence.scene_facts import object_facts, task_facts
 from sim.trace import Trace
 
 

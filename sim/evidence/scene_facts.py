@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from agent.roles.evidence import Neighbour, ObjectFacts, TaskFacts
-from agent.roles.ranges import TrainingRanges, relation_signature
+from sim.evidence.models import Neighbour, ObjectFacts, TaskFacts
+from sim.evidence.ranges import TrainingRanges, relation_signature
 from sim import helpers as h
 from sim.asset_types import ArticulatedAsset
 from sim.helpers import SceneState
