@@ -80,10 +80,15 @@ def run(args) -> int:
 
 
 def _file_log(run_dir: Path) -> None:
+    """INFO and above to runs/NAME/run.log; the terminal keeps its level (warnings, or debug with -v)."""
+    root = logging.getLogger()
+    for h in root.handlers:
+        h.setLevel(root.level)
     handler = logging.FileHandler(run_dir / "run.log")
+    handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(min(logging.getLogger().level or logging.INFO, logging.INFO))
+    root.addHandler(handler)
+    root.setLevel(min(root.level, logging.INFO))
 
 
 def _media(hub, state: dict) -> dict[str, bytes]:
