@@ -180,6 +180,12 @@ def write_report(state: dict, run_dir: Path, media: dict[str, bytes] | None = No
         *[f"![{f}]({f})" for f in figs],
         "",
     ]
+    if state.get("mode") == "autonomous":
+        calls = state.get("transcript", [])
+        errors = sum(1 for c in calls if c["outcome"] == "error")
+        lines += ["## Autonomous round agent", "",
+                  f"{len(calls)} tool calls ({errors} returned errors), stopped by: {state.get('stop_reason')}.", "",
+                  "Final answer:", "", "> " + (state.get("final_answer") or "(none)").replace("\n", "\n> "), ""]
     if media:
         lines += ["## Scenes and rollouts", "", *[f"![{n}]({n})" for n in media], ""]
     lines += ["## Step timings (s)", "", _table([[k, v["seconds"]] for k, v in steps.items()], ["step", "seconds"])]

@@ -10,8 +10,8 @@ backend and LLM backends (Anthropic, OpenAI and OpenAI-compatible endpoints).
 from agent.roles.compiler import CompiledProgram, CompileError, CompileRequest, LLMCompiler, OfflineCompiler
 from agent.roles.critic import CriticContext, CriticDiagnosis, LLMCritic, OfflineCritic
 from agent.roles.engine import EngineProgram, LLMEngine, OfflineEngine, WriteRequest
-from sim.evidence.models import Evidence
 from agent.roles.factory import Roles, make_roles
+from sim.evidence.models import Evidence
 from sim.evidence.timeline import build_evidence
 
 __all__ = [

@@ -22,13 +22,13 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field, field_validator
 
 from agent.llm import ROLE_CRITIC, ImageBlock, LLMBackend, TokenLedger, ask_structured
-from sim.evidence.models import SPATIAL_EVENTS, Event, Evidence
 from agent.roles.prompt_files import render_prompt
-from sim.evidence.ranges import TrainingRanges
-from sim.evidence.timeline import build_evidence
 from memory_store.schema import Diagnosis
 from memory_store.schema import Evidence as RecordEvidence
 from sim.constants import DIAGNOSIS_FACTORS, PHASES
+from sim.evidence.models import SPATIAL_EVENTS, Event, Evidence
+from sim.evidence.ranges import TrainingRanges
+from sim.evidence.timeline import build_evidence
 from sim.robot import FINGER_OPEN
 from sim.trace import Trace
 

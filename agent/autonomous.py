@@ -1,0 +1,102 @@
+"""Autonomous mode: an LLM with the four servers' tools and `prompts/round.md` runs the rounds itself.
+
+Every tool result goes back to the model as a tool result (text, structured JSON, images; errors flagged
+is_error). The run stops at the model's final answer, at `max_turns`, or when the ledger's cost passes `max_cost`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from agent.hub import Hub, ToolError
+from agent.llm import ImageBlock, Message, TextBlock, ToolResultBlock, ToolSpec
+from agent.llm.ledger import ROLE_ROUND
+from agent.llm.structured import complete_counted
+from agent.presets import Preset
+from agent.roles.factory import Roles
+from agent.runstate import RunState
+from prompts import render_prompt
+
+log = logging.getLogger(__name__)
+SEP = "__"
+MAX_RESULT_CHARS = 12_000
+
+
+def tool_specs(hub: Hub) -> list[ToolSpec]:
+    specs = []
+    for server, tools in hub.tools().items():
+        for name, t in tools.items():
+            specs.append(ToolSpec(name=f"{server}{SEP}{name}", description=(t.description or "")[:1000],
+                                  input_schema=t.input_schema or {"type": "object", "properties": {}}))
+    return specs
+
+
+def _result_block(call_id: str, hub: Hub, name: str, args: dict) -> tuple[ToolResultBlock, str]:
+    server, _, tool = name.partition(SEP)
+    try:
+        res = hub.call(server, tool, args)
+    except (ToolError, KeyError) as exc:
+        return ToolResultBlock(tool_use_id=call_id, content=[TextBlock(text=str(exc))], is_error=True), "error"
+    blocks = []
+    for c in res.content:
+        kind = getattr(c, "type", "")
+        if kind == "image":
+            blocks.append(ImageBlock(data=c.data, media_type=getattr(c, "mime_type", None) or "image/png"))
+        elif kind == "text":
+            blocks.append(TextBlock(text=c.text[:MAX_RESULT_CHARS]))
+    if not blocks:
+        blocks.append(TextBlock(text=json.dumps(res.data, default=str)[:MAX_RESULT_CHARS]))
+    return ToolResultBlock(tool_use_id=call_id, content=blocks), "ok"
+
+
+def run_autonomous(hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id: str, *, max_turns: int = 60,
+                   max_cost: float = 5.0, max_tokens: int = 8000) -> dict:
+    backend = getattr(roles.critic, "backend", None)
+    if backend is None:
+        raise ValueError("autonomous mode needs an LLM backend: pass --backend anthropic or --backend openai")
+    state = RunState(run_dir)
+    state.set("preset", preset.to_dict())
+    state.set("backend", roles.backend)
+    state.set("mode", "autonomous")
+    prompt = render_prompt(
+        "round", rounds=preset.rounds, families=", ".join(preset.families), max_turns=max_turns,
+        demos_per_family=preset.demos_per_family, sft_updates=preset.sft_updates, budget=preset.budget(),
+        max_diagnoses=preset.max_diagnoses)
+    tools = tool_specs(hub)
+    messages = [Message.user(prompt)]
+    transcript, t0 = [], time.perf_counter()
+    final, stop = "", "max_turns"
+    for turn in range(max_turns):
+        completion = complete_counted(backend, messages, role=ROLE_ROUND, ledger=roles.ledger, tools=tools,
+                                      max_tokens=max_tokens)
+        messages.append(completion.to_message())
+        if not completion.tool_calls:
+            final, stop = completion.text, "answered"
+            break
+        results = []
+        for call in completion.tool_calls:
+            if call.parse_error:
+                block = ToolResultBlock(tool_use_id=call.id, is_error=True,
+                                        content=[TextBlock(text=f"arguments were not a JSON object: {call.parse_error}")])
+                outcome = "error"
+            else:
+                block, outcome = _result_block(call.id, hub, call.name, call.arguments)
+            results.append(block)
+            transcript.append({"turn": turn, "tool": call.name, "arguments": call.arguments, "outcome": outcome})
+            print(f"[coda] turn {turn + 1}: {call.name} → {outcome}", file=sys.stderr, flush=True)
+        messages.append(Message.tool_results(*results))
+        cost = roles.ledger.total().get("cost_usd") or 0.0
+        if cost > max_cost:
+            stop = "cost budget"
+            break
+    state.set("transcript", transcript)
+    state.set("final_answer", final)
+    state.set("stop_reason", stop)
+    state.set("wall_seconds", time.perf_counter() - t0)
+    state.set("mcp_seconds", hub.overhead_seconds())
+    state.set("tokens", roles.ledger.to_dict())
+    return state.data
