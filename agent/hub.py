@@ -105,10 +105,15 @@ class Hub:
         return fut.result(self.timeout_s)
 
     def start(self) -> Hub:
-        for name, spec in self.specs.items():
-            conn = _Conn(spec)
-            self._run(conn.open())
-            self._conns[name] = conn
+        """Connect to every server at once (each stdio server takes seconds to import its libraries)."""
+        conns = {name: _Conn(spec) for name, spec in self.specs.items()}
+
+        async def open_all():
+            await asyncio.gather(*(c.open() for c in conns.values()))
+
+        self._run(open_all())
+        self._conns.update(conns)
+        for name, conn in conns.items():
             log.info("connected to %s (%d tools)", name, len(conn.tools))
         return self
 

@@ -16,7 +16,7 @@ import numpy as np
 from sim import helpers as h
 from sim.constants import MAX_DPOS, MAX_DROT
 from sim.env import CodaEnv
-from sim.robot import FINGER_OPEN, FINGER_SQUEEZE, PALM, PALM_Z
+from sim.robot import FINGER_OPEN, FINGER_PAD, FINGER_SQUEEZE, PALM, PALM_Z
 
 OPEN, CLOSE = -1.0, 1.0
 PAD_REACH = 0.015
@@ -29,8 +29,8 @@ CORNER_TOL = 0.02
 """the gripper has turned a waypoint once this close to it (it lags its target by ~2 cm at full speed)"""
 STALL_SPEED = 0.005
 """m/s: a gripper slower than this short of its goal is blocked"""
-EMPTY_RADIUS = 0.035
-"""half width of the swept corridor of an empty gripper (pads and fingertips)"""
+GRIPPER_RADIUS = 0.06
+"""half width of the corridor the gripper itself sweeps (open fingers and palm span ±5.7 cm and ±6 cm)"""
 
 
 # --- orientation utilities ------------------------------------------------------------------------
@@ -273,3 +273,12 @@ def palm_floor(run: Runner, xy, quat, skip: set[str]) -> float:
     pts = np.array([[xy[0], xy[1], 0.0] + along * t for t in (-0.04, 0.0, 0.04)])
     top = float(_tops_near(obstacle_boxes(run.state, skip), pts, PALM[0] + 0.005).max())
     return top - (PALM_Z - PALM[2]) + 0.005
+
+
+def finger_top(state: h.SceneState, xy, yaw: float, half_opening: float, skip: set[str]) -> float:
+    """Highest obstacle top under the two finger pads of a gripper at `xy` turned to `yaw`, opened to
+    `half_opening`: what the fingers would land on when descending there."""
+    along = np.array([-math.sin(yaw), math.cos(yaw), 0.0])  # the closing axis (body y)
+    reach = half_opening + FINGER_PAD[1]
+    pts = np.array([[xy[0], xy[1], 0.0] + along * s * reach for s in (-1.0, 1.0)])
+    return float(_tops_near(obstacle_boxes(state, skip), pts, FINGER_PAD[0]).max())

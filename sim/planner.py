@@ -20,13 +20,13 @@ from sim.constants import ACTION_DIM
 from sim.env import CodaEnv
 from sim.motion import (
     CLOSE,
-    EMPTY_RADIUS,
-    OPEN,
+    GRIPPER_RADIUS,
     PAD_REACH,
     Clearance,
     Runner,
     clearance_at,
     closing_yaw,
+    finger_top,
     grip_command,
     matrix_from_quat,
     palm_floor,
@@ -35,6 +35,7 @@ from sim.motion import (
     yaw_quat,
 )
 from sim.predicates import Atom
+from sim.robot import FINGER_OPEN
 from sim.slots import (
     RELEASE_OPENING,
     SOLO,
@@ -57,6 +58,10 @@ DROP = 0.012
 """a placed object is released this far above its resting height"""
 RELEASE_RADIUS = 0.06
 """around a released object, the fingers rise clear of everything this close (they open along the line)"""
+GRASP_GAP = 0.02
+"""before grasping, each finger opens this much wider than the object"""
+ROUNDISH = 1.3
+"""objects whose footprint sides differ by less than this ratio may be grasped across any direction"""
 LIFT = 0.12
 """how high `lifted` goals raise the object"""
 
@@ -93,14 +98,39 @@ def grasp_point(state: h.SceneState, name: str) -> np.ndarray:
     return centre
 
 
+def grasp_plan(state: h.SceneState, name: str, near: float = 0.0) -> tuple[float, float]:
+    """(gripper yaw, half opening of the fingers) for grasping `name` at its grasp point.
+
+    The fingers close across the object's narrow side (a roundish object: across any side), open only
+    `GRASP_GAP` wider than it; of these, the first whose pads come down clear of the neighbours (an open
+    drawer, the next fruit), else the least obstructed.
+    """
+    o = state.obj(name)
+    hx, hy = o.half_extent[:2]
+    base = grasp_yaw(state, name, near)
+    yaws = [base] if max(hx, hy) > ROUNDISH * min(hx, hy) else [base + k * math.pi / 6 for k in (0, 1, -1, 2, -2, 3)]
+    r = h.rotation(state, name)[:2, :2]
+    grasp = grasp_point(state, name)
+    options = []
+    for yaw in yaws:
+        across = np.abs(r.T @ [-math.sin(yaw), math.cos(yaw)]) @ [hx, hy]
+        opening = min(FINGER_OPEN, across + GRASP_GAP)
+        top = finger_top(state, grasp, yaw, opening, {name})
+        if top <= grasp[2] - PAD_REACH:
+            return yaw, opening
+        options.append((top, yaw, opening))
+    return min(options)[1:]
+
+
 def _pick(run: Runner, name: str) -> Iterator[str]:
     st = run.state
     grasp = grasp_point(st, name)
-    q = yaw_quat(grasp_yaw(st, name, quat_yaw(run.pose()[1])))
+    yaw, opening = grasp_plan(st, name, quat_yaw(run.pose()[1]))
+    q, spread = yaw_quat(yaw), grip_command(opening)
     yield "approach"
     hover = np.array([grasp[0], grasp[1], max(h.top_z(st, name) + HOVER, grasp[2] + 0.05)])
-    run.follow(route(run, hover, Clearance(PAD_REACH, EMPTY_RADIUS)), q, OPEN, tol=None)
-    run.move(grasp, q, OPEN, tol=0.008)
+    run.follow(route(run, hover, Clearance(PAD_REACH, GRIPPER_RADIUS)), q, spread, tol=None)
+    run.move(grasp, q, spread, tol=0.008)
     yield "grasp"
     run.close_on(name)
     yield "lift"
@@ -129,7 +159,7 @@ def _release(run: Runner, name: str, slot: Slot) -> Iterator[str]:
     q = yaw_quat(yaw)
     hang = _held_offset(run, name)
     o = st.obj(name)
-    radius = math.hypot(*o.half_extent[:2]) + 0.01
+    radius = max(GRIPPER_RADIUS, math.hypot(*o.half_extent[:2]) + 0.01)
     xy = slot.xy - _held_xy(run, name, q)  # the object's centre, not the TCP, goes to the slot
     place = np.array([xy[0], xy[1], max(slot.floor + hang + DROP, palm_floor(run, xy, q, {name}))])
     yield "transport"

@@ -16,10 +16,10 @@ from sim import helpers as h
 from sim.predicates import Atom
 from sim.robot import FINGER_PAD
 
-RELEASE_OPENING = 0.01
+RELEASE_OPENING = 0.008
 """each finger backs off this far from a placed object when letting go"""
-FINGER_ROOM = RELEASE_OPENING + 2 * FINGER_PAD[1]
-"""room a finger needs beside a placed object to let go of it"""
+FINGER_ROOM = RELEASE_OPENING + 2 * FINGER_PAD[1] + 0.008
+"""room a finger needs beside a placed object to let go of it (with a margin for where the object lands)"""
 SQUARE_RATIO = 1.25
 """a receptacle footprint whose sides differ by less than this ratio counts as square (objects line up along
 its diagonal)"""

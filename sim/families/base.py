@@ -50,22 +50,23 @@ def choose(rng: np.random.Generator, items: list):
     return items[int(rng.integers(len(items)))]
 
 
-def category(rng, split: SceneSplit, *, exclude: tuple[str, ...] = (), accept: Callable | None = None, **filters) -> str:
+def category(rng, split: SceneSplit, *, exclude: tuple[str, ...] = (), accept: Callable | None = None,
+             strict: bool = False, **filters) -> str | None:
     """A category name matching the filters, from the split's side when that side has one.
 
-    With `accept(asset)`, categories with at least one accepted instance come first (like `instance`, it
-    falls back to ignoring `accept` when no category has one).
+    With `accept(asset)`, only categories with at least one accepted instance count; when there is none, like
+    `instance`, it ignores `accept` (or, if `strict`, returns None).
     """
 
     def ok(c, check) -> bool:
         return c.name not in exclude and (check is None or any(map(check, _pool(c.name, split))))
 
-    for check in dict.fromkeys((accept, None)):
+    for check in (accept,) if strict else dict.fromkeys((accept, None)):
         for side in (split.categories, None):
             cats = [c.name for c in assets.categories_with(split=side, **filters) if ok(c, check)]
             if cats:
                 return choose(rng, sorted(cats))
-    return choose(rng, [])
+    return None if strict else choose(rng, [])
 
 
 def _pool(category_name: str, split: SceneSplit) -> list:

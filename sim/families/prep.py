@@ -66,6 +66,10 @@ TEMPLATES = {
 }
 
 
+CONTAINER = {"container": True}
+SURFACE = {"surface": True, "graspable": False}
+
+
 def _item(asset) -> bool:
     return max(asset.half_extent[:2]) <= 0.04
 
@@ -95,8 +99,9 @@ def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scen
         items.append(assets.get_asset(instance(rng, cat, split, accept=_item)))
         objs[slot] = scene.add_object(items[-1].id, role="target")
     roomy = _roomy(items)
-    kind = {"container": True} if container else {"surface": True, "graspable": False}
-    r_cat = category(rng, split, articulated=False, accept=roomy, **kind)
+    kinds = [CONTAINER, SURFACE] if container else [SURFACE, CONTAINER]
+    r_cats = [category(rng, split, articulated=False, accept=roomy, strict=True, **kind) for kind in kinds]
+    r_cat = next((c for c in r_cats if c), None) or category(rng, split, articulated=False, **kinds[0])
     objs["r"] = scene.add_object(instance(rng, r_cat, split, accept=roomy), role="receptacle")
     used = [o.category for o in objs.values()]
     add_distractors(scene, rng, split, int(rng.integers(0, 2)), exclude=tuple(used))

@@ -177,7 +177,9 @@ class ScriptedLLMServer:
             if not self._queue:
                 self.unexpected.append(request)
                 return None
-            return self._queue.pop(0)
+            item = self._queue.pop(0)
+        # a callable answers from the request it receives (e.g. reads an id out of the last tool result)
+        return item(request) if callable(item) else item
 
     # -- URLs ------------------------------------------------------------------------------------
     @property
