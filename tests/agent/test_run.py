@@ -37,6 +37,7 @@ def memory_counts(run_dir: Path) -> dict[str, list[str]]:
             (("scene", "scenes"), ("rollout", "rollouts"), ("diagnosis", "diagnoses"))}
 
 
+@pytest.mark.slow
 def test_offline_tiny_run_writes_report_and_memory(tmp_path):
     run_dir = tmp_path / "offline"
     summary = coda_run(run_dir)
@@ -93,6 +94,7 @@ def _critic_answer(i: int):
     return answer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["openai", "anthropic"])
 def test_orchestrated_round_with_llm_roles(tmp_path, backend):
     with ScriptedLLMServer([_critic_answer(i) for i in range(6)]) as srv:
@@ -121,6 +123,7 @@ def _last_tool_json(request) -> dict:
     raise AssertionError("no tool result in the request")
 
 
+@pytest.mark.slow
 def test_autonomous_round_through_tools(tmp_path):
     def step(name, make_args):
         return lambda req: tool_call(name, make_args(_last_tool_json(req)))
