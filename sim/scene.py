@@ -13,13 +13,15 @@ All randomness comes from `numpy.random.default_rng(seed)`, so the same program 
 from __future__ import annotations
 
 import keyword
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import ValidationError
 
 from sim import assets, layout
-from sim.constants import ROLES
+from sim.constants import MAX_OBJECTS, ROLES
 from sim.predicates import ATOMS, Predicate
 from sim.spec import (
     AttributeSpec,
@@ -82,6 +84,10 @@ class PlaceRequest:
 
 def place(obj, on: Any = "table", xy=None, near=None, gap: float = 0.05, yaw: float | None = None) -> PlaceRequest:
     """Request a pose: on 'table' or on/in another object, at world `xy` or `gap` metres beside `near`."""
+    numbers = {"gap": gap, "yaw": yaw, **({} if xy is None else {"x": xy[0], "y": xy[1]})}
+    for key, value in numbers.items():
+        if value is not None and not math.isfinite(float(value)):
+            raise SceneError(f"place({_name(obj)}): {key} must be a finite number, got {value!r}")
     return PlaceRequest(
         object=_name(obj),
         on=_name(on),
@@ -120,6 +126,9 @@ class Scene:
         """Add an object by category ('mug') or instance id ('mug/007'); returns a handle."""
         if role not in ROLES:
             raise SceneError(f"unknown role {role!r}; valid roles: {', '.join(ROLES)}")
+        if len(self._objects) >= MAX_OBJECTS:
+            raise SceneError(f"a scene holds at most {MAX_OBJECTS} objects (the policy observes {MAX_OBJECTS}); "
+                             f"remove objects instead of adding {what!r}")
         if "/" in what:
             asset = assets.get_asset(what)
             category = asset.category
@@ -198,7 +207,11 @@ class Scene:
                 )
         current = self._attrs[name].model_dump()
         current.update(values)
-        self._attrs[name] = ObjectAttributes(**current)
+        try:
+            self._attrs[name] = ObjectAttributes(**current)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}={e.get('input')!r}: {e['msg']}" for e in exc.errors())
+            raise SceneError(f"set_attributes({name}): {problems}") from None
 
     def _check_known(self, name: str) -> None:
         if name not in self._objects:

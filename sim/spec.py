@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sim.constants import FAMILIES, ROLES
+from sim.constants import FAMILIES, MAX_OBJECTS, ROLES
 from sim.predicates import Predicate
 
 SPEC_VERSION = 1
@@ -71,9 +72,9 @@ class Placement(_Frozen):
     object: str
     support: str = "table"
     """'table', another object's name (rests on its top), or an articulated object's name (inside its cavity)"""
-    x: float
-    y: float
-    yaw: float = 0.0
+    x: float = Field(allow_inf_nan=False)
+    y: float = Field(allow_inf_nan=False)
+    yaw: float = Field(default=0.0, allow_inf_nan=False)
     relation: dict[str, Any] | None = None
     """how the pose was chosen, kept so a layout resample can honour it, e.g. {"near": "mug", "gap": 0.12}"""
 
@@ -97,11 +98,12 @@ class ObjectAttributes(_Frozen):
     object: str
     asset: str
     """instance id in the asset pool, e.g. 'mug/007' (see `coda sim assets`)"""
-    scale: float = Field(default=1.0, gt=0.0)
-    mass: float | None = Field(default=None, gt=0.0)
-    friction: float | None = Field(default=None, gt=0.0)
+    scale: float = Field(default=1.0, gt=0.0, allow_inf_nan=False)
+    mass: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    """kg; finite and positive (NaN, infinite, zero or negative masses are rejected)"""
+    friction: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
     rgba: tuple[float, float, float, float] | None = None
-    damping: float | None = Field(default=None, ge=0.0)
+    damping: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
     joint_range: tuple[float, float] | None = None
 
     @field_validator("rgba")
@@ -109,6 +111,13 @@ class ObjectAttributes(_Frozen):
     def _rgba(cls, v):
         if v is not None and not all(0.0 <= c <= 1.0 for c in v):
             raise ValueError(f"rgba components must lie in [0, 1], got {v}")
+        return v
+
+    @field_validator("joint_range")
+    @classmethod
+    def _joint_range(cls, v):
+        if v is not None and not all(math.isfinite(c) for c in v):
+            raise ValueError(f"joint_range must be two finite numbers, got {v}")
         return v
 
 
@@ -137,6 +146,9 @@ class SceneSpec(_Frozen):
     @model_validator(mode="after")
     def _consistent(self) -> SceneSpec:
         names = [o.name for o in self.task.objects]
+        if len(names) > MAX_OBJECTS:
+            raise ValueError(f"a scene holds at most {MAX_OBJECTS} objects (the policy observes {MAX_OBJECTS}), "
+                             f"got {len(names)}")
         if len(set(names)) != len(names):
             raise ValueError(f"object names must be unique, got {names}")
         if self.family != self.task.family:

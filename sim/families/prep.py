@@ -100,7 +100,7 @@ def sample(seed: int, split: SceneSplit | None = None, attempt: int = 0) -> Scen
         objs[slot] = scene.add_object(items[-1].id, role="target")
     roomy = _roomy(items)
     kinds = [CONTAINER, SURFACE] if container else [SURFACE, CONTAINER]
-    r_cats = [category(rng, split, articulated=False, accept=roomy, strict=True, **kind) for kind in kinds]
+    r_cats = (category(rng, split, articulated=False, accept=roomy, strict=True, **kind) for kind in kinds)
     r_cat = next((c for c in r_cats if c), None) or category(rng, split, articulated=False, **kinds[0])
     objs["r"] = scene.add_object(instance(rng, r_cat, split, accept=roomy), role="receptacle")
     used = [o.category for o in objs.values()]
