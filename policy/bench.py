@@ -30,7 +30,19 @@ from sim.constants import (
 from .awr import bc_update, critic_update, policy_update, select_chunk
 from .checkpoint import build_train_state
 from .config import BACKBONES, PolicyConfig, TrainConfig
-from .data import ACTION, DONE, IS_DEMO, N_STEPS, NEXT, PHI_NEXT, PHI_S, RETURN, REWARD, collate_obs, to_device
+from .data import (
+    ACTION,
+    DONE,
+    IS_DEMO,
+    N_STEPS,
+    NEXT,
+    PHI_NEXT,
+    PHI_S,
+    RETURN,
+    REWARD,
+    collate_obs,
+    to_device,
+)
 from .text import get_embedder
 
 log = logging.getLogger(__name__)

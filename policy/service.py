@@ -3,14 +3,18 @@
 It keeps the current TrainState, planner demonstrations and own rollouts (with replayable traces on disk), and
 offers the operations of a round: base SFT, rollouts, critic + AWR training with optional potentials, evaluation,
 and checkpoints. Everything is keyed by ids so a client can refer to rollouts across calls.
+
+`checkpoints/latest.pt` is always the current policy (it is what a restarted service resumes from): SFT, training
+and `load` write it; a training that fails or is cancelled puts the current policy back from it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -79,10 +83,25 @@ class TrainerService:
         return str(path)
 
     def load(self, tag: str) -> None:
+        """Make a saved checkpoint the current policy (refused while a job uses the policy)."""
         path = self.ckpt_dir / (tag if tag.endswith(".pt") else f"{tag}.pt")
         if not path.exists():
             raise FileNotFoundError(f"no checkpoint {path.name}; available: {self.checkpoints()}")
-        self.state = load_checkpoint(path, device=self.device)
+        if not self.lock.acquire(blocking=False):
+            raise BlockingIOError("the policy is in use by a running job; wait for it (or cancel it), then load")
+        try:
+            self.state = load_checkpoint(path, device=self.device)
+            if path.name != LATEST:
+                tmp = self.ckpt_dir / f"{LATEST}.tmp"
+                shutil.copyfile(path, tmp)
+                tmp.replace(self.ckpt_dir / LATEST)
+        finally:
+            self.lock.release()
+
+    def _restore(self) -> None:
+        """Put the current policy back from latest.pt (after a failed or cancelled update)."""
+        latest = self.ckpt_dir / LATEST
+        self.state = load_checkpoint(latest, device=self.device) if latest.exists() else None
 
     def checkpoints(self) -> list[str]:
         return sorted(p.stem for p in self.ckpt_dir.glob("*.pt"))
@@ -96,7 +115,8 @@ class TrainerService:
             episodes = collect(state, specs, per_scene, mode=mode, seed=seed, record=True)
             out = []
             for i, ep in enumerate(episodes):
-                rid = f"{tag}-{seed}-{i:04d}-{ep.spec_hash[:8]}"
+                # the policy's update count keeps ids of later policies apart (same tag and seed next round)
+                rid = f"{tag}-{state.step}-{seed}-{i:04d}-{ep.spec_hash[:8]}"
                 self.episodes[rid] = ep
                 self._save_episode(rid, ep)
                 out.append({"rollout_id": rid, "scene_id": ep.spec_hash, "success": ep.success, "steps": ep.steps})
@@ -112,13 +132,50 @@ class TrainerService:
                 "instruction": ep.observations[0][OBS_INSTRUCTION]}
         (self.rollout_dir / f"{rid}.json").write_text(json.dumps(meta))
 
+    def has_rollout(self, rid: str) -> bool:
+        return rid in self.episodes or (self.rollout_dir / f"{rid}.json").is_file()
+
+    def check_rollouts(self, rollout_ids: Sequence[str]) -> None:
+        """Raise KeyError naming the rollout ids this service does not have."""
+        unknown = [r for r in dict.fromkeys(rollout_ids) if not self.has_rollout(r)]
+        if unknown:
+            shown = ", ".join(repr(r) for r in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            raise KeyError(f"unknown rollout id(s) {shown}; use ids returned by collect_rollouts")
+
+    def potentials(self, programs: Mapping[str, str], rollout_ids: Sequence[str],
+                   progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[float]], list[str]]:
+        """Φ at every state of each rollout whose scene has a program in `programs` (scene id -> source), run in
+        the sandbox once per scene. Returns (potentials by rollout id, scene ids of `programs` no rollout is in)."""
+        from sim.potential import PotentialError, episode, run_program
+
+        by_scene: dict[str, list[tuple[str, Trace]]] = {}
+        for rid in dict.fromkeys(rollout_ids):
+            trace = self.trace(rid)
+            sid = trace.spec.spec_hash()
+            if sid in programs:
+                by_scene.setdefault(sid, []).append((rid, trace))
+        out: dict[str, list[float]] = {}
+        for n, (sid, items) in enumerate(by_scene.items(), start=1):
+            result = run_program(programs[sid], items[0][1].spec, [episode(t) for _, t in items])
+            if not result.ok:
+                raise PotentialError(f"the potential program of scene {sid} failed: {result.error.kind}: "
+                                     f"{result.error.message}")
+            for (rid, _), ep in zip(items, result.value["episodes"], strict=True):
+                if any(p is None for p in ep["phi"]):
+                    raise PotentialError(f"the potential program of scene {sid} returned non-finite values on "
+                                         f"rollout {rid}")
+                out[rid] = [min(1.0, max(0.0, p)) for p in ep["phi"]]
+            if progress is not None:
+                progress(n, len(by_scene))
+        return out, [sid for sid in programs if sid not in by_scene]
+
     def trace(self, rid: str) -> Trace:
         ep = self.episodes.get(rid)
         if ep is not None and ep.trace is not None:
             return ep.trace
         path = self.rollout_dir / f"{rid}.trace"
         if not path.exists():
-            raise KeyError(f"unknown rollout id {rid!r}; collect rollouts first")
+            raise KeyError(f"unknown rollout id {rid!r}; use ids returned by collect_rollouts")
         return Trace.from_bytes(path.read_bytes())
 
     def episode(self, rid: str) -> Episode:
@@ -126,7 +183,7 @@ class TrainerService:
             return self.episodes[rid]
         meta_path = self.rollout_dir / f"{rid}.json"
         if not meta_path.exists():
-            raise KeyError(f"unknown rollout id {rid!r}; collect rollouts first")
+            raise KeyError(f"unknown rollout id {rid!r}; use ids returned by collect_rollouts")
         meta = json.loads(meta_path.read_text())
         z = np.load(self.rollout_dir / f"{rid}.npz")
         keys = [k for k in z.files if k != "actions"]
@@ -139,30 +196,43 @@ class TrainerService:
     def train(self, rollout_ids: Sequence[str], *, potentials: dict[str, list[float]] | None = None,
               demo_families: Sequence[str] = (), demos_per_family: int = 0, critic_updates: int = 200,
               policy_updates: int = 200, lora: bool = False, progress: Progress | None = None) -> dict:
-        """Critic + AWR updates on the given rollouts (shaped by per-rollout potentials when given)."""
+        """Critic + AWR updates on the given rollouts (shaped by per-rollout potentials when given). When the
+        updates fail or are cancelled (an exception from `progress`), the policy before them is put back."""
         with self.lock:
             state = self.require_state()
+            self.check_rollouts(rollout_ids)
             episodes = [self.episode(r) for r in rollout_ids]
             if not episodes:
                 raise ValueError("no rollouts to train on; collect rollouts first")
-            if lora and state.extra.get("lora") is None:
-                from policy.lora import add_lora
+            try:
+                return self._train(state, episodes, potentials, demo_families, demos_per_family, critic_updates,
+                                   policy_updates, lora, progress)
+            except BaseException:
+                self._restore()
+                raise
 
-                state.policy = add_lora(state.policy)
-                state.reset_policy_optimizer()
-                state.extra["lora"] = True
-            pot: Callable[[Episode], list[float]] | None = None
-            if potentials:
-                table = {id(self.episode(r)): v for r, v in potentials.items()}
+    def _train(self, state: TrainState, episodes: list[Episode], potentials: dict[str, list[float]] | None,
+               demo_families: Sequence[str], demos_per_family: int, critic_updates: int, policy_updates: int,
+               lora: bool, progress: Progress | None) -> dict:
+        if lora and state.extra.get("lora") is None:
+            from policy.lora import add_lora
 
-                def pot(ep: Episode) -> list[float]:
-                    return table.get(id(ep), [0.0] * (ep.steps + 1))
+            state.policy = add_lora(state.policy)
+            state.reset_policy_optimizer()
+            state.extra["lora"] = True
+        pot: Callable[[Episode], list[float]] | None = None
+        if potentials:
+            table = {id(self.episode(r)): v for r, v in potentials.items()}
 
-            demos = [d for f in demo_families for d in self.demos_for(f, demos_per_family)] if demos_per_family else None
-            info = awr_round(state, [], episodes=episodes, demos=demos, critic_updates=critic_updates,
-                             policy_updates=policy_updates, potential=pot, progress=progress)
-            self.save(f"step{state.step:06d}")
-            return info
+            def pot(ep: Episode) -> list[float]:
+                return table.get(id(ep), [0.0] * (ep.steps + 1))
+
+        demos = [d for f in demo_families for d in self.demos_for(f, demos_per_family)] if demos_per_family else None
+        info = awr_round(state, [], episodes=episodes, demos=demos, critic_updates=critic_updates,
+                         policy_updates=policy_updates, potential=pot, progress=progress)
+        info["shaped_rollouts"] = len(potentials or {})
+        info["checkpoint"] = Path(self.save(f"step{state.step:06d}")).stem
+        return info
 
     def evaluate(self, families: Sequence[str], suites: Sequence[str], n: int, mode: str = "mean") -> list[dict]:
         with self.lock:

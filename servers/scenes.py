@@ -30,7 +30,8 @@ SPLIT_HELP = (
     "train: training side of every factor; instances / layouts / tasks / categories: that factor from the "
     "held-out side (the OOD suites); heldout: every factor held out"
 )
-_RENDER_LOCK = threading.Lock()  # one offscreen GL context at a time
+RENDER_LOCK = threading.Lock()
+"""one offscreen GL context at a time (every server of this process renders under it)"""
 
 
 def scene_split(name: str) -> SceneSplit:
@@ -193,7 +194,7 @@ class SceneStore:
         if unknown or not cameras:
             raise ValueError(f"unknown camera(s) {unknown or cameras}; valid cameras: {', '.join(CAMERAS)}")
         spec = self.spec(scene_id)
-        with _RENDER_LOCK:
+        with RENDER_LOCK:
             return render_spec_png(spec, size=size, cameras=tuple(cameras))
 
     def run_planner(self, scene_id: str, save_trace: bool = False) -> DemoSummary:

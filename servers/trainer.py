@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from policy.service import TrainerService
@@ -25,7 +26,7 @@ from servers.common import (
     tool,
 )
 from servers.jobs import JobHandle, JobManager, register_job_tools
-from servers.scenes import SceneStore
+from servers.scenes import RENDER_LOCK, SceneStore
 
 INSTRUCTIONS = """The run's action-chunk policy. Start with train_sft (base policy from planner demonstrations),
 then per round: collect_rollouts on scene_ids from the sim server, get_rollout_evidence for failed rollouts,
@@ -35,7 +36,9 @@ return a job_id: follow it with wait_job."""
 Family = Literal["pick_place", "stack", "articulated", "prep"]
 Suite = Literal["in", "instances", "layouts", "tasks", "categories"]
 SceneId = Annotated[str, Field(pattern=SCENE_ID_PATTERN)]
-RolloutId = Annotated[str, Field(pattern=RECORD_ID_PATTERN)]
+RolloutId = Annotated[str, Field(pattern=RECORD_ID_PATTERN, description="rollout id from collect_rollouts")]
+REPLACES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+"""replaces the current policy and the `base` checkpoint"""
 
 
 class JobStarted(BaseModel):
@@ -48,8 +51,9 @@ class RolloutEvidence(BaseModel):
     scene_id: str
     success: bool
     steps: int
-    summary: str
-    evidence: dict[str, Any]
+    summary: str = Field(description="the evidence as text (what the failure critic reads)")
+    evidence: dict[str, Any] = Field(description="sim.evidence.Evidence as JSON; keyframe images follow as image "
+                                                 "content when asked for")
 
 
 class CheckpointList(BaseModel):
@@ -69,7 +73,7 @@ def build_server(run_dir: Path, device: str | None = None) -> MCPServer:
     def reporter(job: JobHandle):
         return lambda done, total, metrics: job.progress(done, total, ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
 
-    @tool(mcp, WRITES)
+    @tool(mcp, REPLACES)
     def train_sft(
         families: Annotated[list[Family], Field(description="task families whose demos train the base policy",
                                                 min_length=1, max_length=4)],
@@ -104,15 +108,26 @@ def build_server(run_dir: Path, device: str | None = None) -> MCPServer:
     @tool(mcp, READ_ONLY)
     def get_rollout_evidence(
         rollout_id: RolloutId,
-        keyframes: Annotated[bool, Field(description="also render keyframes (slower)")] = False,
-    ) -> RolloutEvidence:
+        keyframes: Annotated[bool, Field(description="also render 2-4 keyframes, returned as images (slower)")
+                             ] = False,
+    ) -> Annotated[CallToolResult, RolloutEvidence]:
         """Evidence of one rollout: phase timeline, contacts and grasps, goal distances, predicate terms over time."""
         from sim.evidence import extract_evidence
 
         trace = service.trace(rollout_id)
-        ev = extract_evidence(trace, keyframes=keyframes, rollout_id=rollout_id)
-        return RolloutEvidence(rollout_id=rollout_id, scene_id=trace.spec.spec_hash(), success=trace.success,
-                               steps=trace.steps, summary=ev.to_prompt_text(), evidence=ev.model_dump(mode="json"))
+        if keyframes:
+            with RENDER_LOCK:
+                ev = extract_evidence(trace, keyframes=True, rollout_id=rollout_id)
+        else:
+            ev = extract_evidence(trace, rollout_id=rollout_id)
+        out = RolloutEvidence(rollout_id=rollout_id, scene_id=trace.spec.spec_hash(), success=trace.success,
+                              steps=trace.steps, summary=ev.to_prompt_text(), evidence=ev.model_dump(mode="json"))
+        content: list = [TextContent(type="text", text=out.model_dump_json())]
+        for k in ev.keyframes:
+            if k.png:
+                content.append(TextContent(type="text", text=f"keyframe at step {k.step}: {k.label}"))
+                content.append(image_content(k.png).to_image_content())
+        return CallToolResult(content=content, structured_content=out.model_dump(mode="json"))
 
     @tool(mcp, READ_ONLY)
     def rollout_keyframe(
@@ -124,40 +139,47 @@ def build_server(run_dir: Path, device: str | None = None) -> MCPServer:
         from sim.render import Cameras, side_by_side, to_png
 
         trace = service.trace(rollout_id)
+        if step > trace.steps:
+            raise ValueError(f"step {step} is past the end of rollout {rollout_id} (steps 0..{trace.steps})")
         env = trace.replay_env()
-        trace.state_at(min(step, trace.steps), env)
-        with Cameras(env.model, size) as cams:
+        trace.state_at(step, env)
+        with RENDER_LOCK, Cameras(env.model, size) as cams:
             return image_content(to_png(side_by_side([cams.frame(env.data, c) for c in ("front", "side")])))
 
     @tool(mcp, WRITES)
     def start_training(
         rollout_ids: Annotated[list[RolloutId], Field(description="rollouts to learn from", min_length=1, max_length=4096)],
         potential_programs: Annotated[
-            dict[str, Annotated[str, Field(max_length=MAX_SOURCE_CHARS)]],
-            Field(description="Text2potential program source per scene_id (rollouts in other scenes stay sparse)"),
+            dict[SceneId, Annotated[str, Field(min_length=1, max_length=MAX_SOURCE_CHARS)]],
+            Field(description="Text2potential program source per scene_id (rollouts in other scenes stay sparse)",
+                  max_length=MAX_BATCH),
         ] = {},  # noqa: B006 - pydantic copies defaults
         demo_families: Annotated[list[Family], Field(description="families whose planner demos are mixed in as BC")] = [],  # noqa: B006
-        demos_per_family: Annotated[int, Field(ge=0, le=2000)] = 0,
+        demos_per_family: Annotated[int, Field(ge=0, le=2000, description="planner demos per demo family (0: none)")
+                                    ] = 0,
         critic_updates: Annotated[int, Field(ge=0, le=100_000, description="K_Q critic updates")] = 200,
         policy_updates: Annotated[int, Field(ge=0, le=100_000, description="K_pi policy updates")] = 200,
         lora: Annotated[bool, Field(description="fine-tune LoRA adapters on the base policy")] = False,
     ) -> JobStarted:
         """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates."""
-        def run(job: JobHandle):
-            potentials = None
-            if potential_programs:
-                from sim.potential import potentials as staged_potentials
+        from sim.potential import static_problems
 
-                potentials = {}
-                for i, rid in enumerate(rollout_ids):
-                    trace = service.trace(rid)
-                    source = potential_programs.get(trace.spec.spec_hash())
-                    if source:
-                        potentials[rid] = staged_potentials(source, trace.spec, trace)
-                    job.progress(i + 1, len(rollout_ids), "potentials")
-            return service.train(rollout_ids, potentials=potentials, demo_families=demo_families,
+        service.check_rollouts(rollout_ids)
+        for sid, source in potential_programs.items():
+            problems = static_problems(source)
+            if problems:
+                raise ValueError(f"potential_programs[{sid!r}] does not pass the static checks: {'; '.join(problems)}"
+                                 " (check it with the verifier's check_potential)")
+
+        def run(job: JobHandle):
+            potentials, unused = None, []
+            if potential_programs:
+                potentials, unused = service.potentials(
+                    potential_programs, rollout_ids, lambda n, total: job.progress(n, total, "potentials"))
+            info = service.train(rollout_ids, potentials=potentials, demo_families=demo_families,
                                  demos_per_family=demos_per_family, critic_updates=critic_updates,
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job))
+            return {**info, "potential_scenes_without_rollouts": unused}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import mujoco
-import numpy as np
 
 from sim.constants import SUBSTEPS
 

@@ -27,7 +27,6 @@ from sim.spec import (
     AttributeSpec,
     LayoutSpec,
     ObjectAttributes,
-    Placement,
     SceneSpec,
     TaskObject,
     TaskSpec,

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.evidence.models import Event
 from sim import helpers as h
+from sim.evidence.models import Event
 from sim.helpers import SceneState
 from sim.planner import order_subgoals
 

@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from sim.evidence.models import Neighbour, ObjectFacts, TaskFacts
-from sim.evidence.ranges import TrainingRanges, relation_signature
 from sim import helpers as h
 from sim.asset_types import ArticulatedAsset
+from sim.evidence.models import Neighbour, ObjectFacts, TaskFacts
+from sim.evidence.ranges import TrainingRanges, relation_signature
 from sim.helpers import SceneState
 from sim.planner import order_subgoals
 from sim.spec import SceneSpec

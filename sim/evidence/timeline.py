@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.evidence.models import AtomTrack, Evidence, GoalTrack, PhaseSpan
 from sim.evidence.keyframes import render_keyframes
+from sim.evidence.models import AtomTrack, Evidence, GoalTrack, PhaseSpan
 from sim.evidence.phases import ART_ORDER, MOVE_ORDER, Goal, Step, Tracker, goals_of, step_facts, xy_dist
 from sim.evidence.ranges import TrainingRanges
 from sim.evidence.scene_facts import object_facts, task_facts

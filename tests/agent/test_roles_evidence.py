@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from sim.evidence.models import Evidence
 from agent.roles.planted import attempt
-from sim.evidence.ranges import TrainingRanges, relation_signature
 from agent.roles.rollouts import planner_trace
+from sim.evidence.models import Evidence
+from sim.evidence.ranges import TrainingRanges, relation_signature
 from sim.evidence.timeline import build_evidence
 from sim.families import sample_spec
 from sim.predicates import grasped, inside, open_fraction

@@ -1,4 +1,3 @@
 # expect: forbidden
-import sim.sandbox_worker
 
 result = 1

@@ -1,4 +1,3 @@
 # expect: forbidden
-from . import sandbox
 
 result = 1

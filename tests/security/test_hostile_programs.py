@@ -1,0 +1,202 @@
+"""Issue 10, hostile programs: every file of tests/sandbox_corpus/ is rejected with a clear error by the verifier
+(directly through `sim.verify.verify_program`, and through the verifier MCP server, which keeps answering after each),
+has no effect outside the sandbox, and scene programs that *run* but ask for NaN or negative masses or 10,000 objects
+are refused by the SDK (programs) and by the verifier's `spec_valid` check (specs)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+import uuid
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+import sim.sandbox as sandbox
+from sim.sandbox import SandboxLimits, SandboxPool
+from sim.verify import verify_program, verify_spec
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "tests" / "sandbox_corpus"
+CORPUS_FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".py", ".bin"))
+GOOD_PROGRAM = (REPO / "examples" / "scenes" / "pick_place.py").read_text()
+LIMITS = SandboxLimits(timeout_s=2.0, cpu_s=3, memory_mb=512)  # loops and bombs fail sooner than by default
+KINDS = {"encoding", "too_large", "syntax", "forbidden", "timeout", "memory", "recursion", "runtime", "output", "crash"}
+# Under the scene finalizer (sim.scene:finalize_program) a program must leave `scene`, not `result`: files whose
+# expected kind comes from the generic finalizer's handling of `result` fail as "did not define `scene`" instead.
+SCENE_FINALIZER_KIND = {"result_too_large.py": "runtime", "recursion_nested_result.py": "runtime"}
+
+# What the issue asks the corpus to cover, by file name.
+REQUIRED = {
+    "__import__ escape": "escape_dunder_import.py",
+    "__subclasses__ escape": "escape_subclasses.py",
+    "open escape": "escape_open_write.py",
+    "eval escape": "escape_eval.py",
+    "infinite loop": "infinite_loop.py",
+    "memory bomb": "memory_bomb_list.py",
+    "recursion bomb": "recursion_bomb.py",
+    "fork attempt": "fork_via_os.py",
+    "fork bomb": "fork_bomb_multiprocessing.py",
+    "NaN mass": "scene_nan_mass.py",
+    "negative mass": "scene_negative_mass.py",
+    "10,000 objects": "scene_10000_objects.py",
+    "non-UTF-8 source": "not_utf8.bin",
+}
+
+
+def header(path: Path, key: str) -> str | None:
+    """The value of a `# key: value` line at the top of a corpus file."""
+    for line in path.read_bytes().split(b"\n")[:3]:
+        text = line.decode("ascii", "replace")
+        if text.startswith(f"# {key}: "):
+            return text.removeprefix(f"# {key}: ").strip()
+    return None
+
+
+def with_marker(path: Path, marker: str) -> bytes:
+    """The program with `marker` (a path it may try to create) defined on top; verify_program injects only `seed`."""
+    return f"marker = {marker!r}\n".encode() + path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """A pool with short limits, installed as the process's default pool (what the verifier server uses)."""
+    with SandboxPool(size=1, limits=LIMITS) as p, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sandbox, "_default_pool", p)
+        yield p
+
+
+@pytest.fixture
+def marker():
+    path = f"/tmp/coda-security-escape-{uuid.uuid4().hex}"
+    yield path
+    assert not Path(path).exists(), f"a sandboxed program created {path}"
+
+
+def test_corpus_covers_the_issue_list():
+    names = {p.name for p in CORPUS_FILES}
+    assert len(names) >= 30
+    missing = {what: name for what, name in REQUIRED.items() if name not in names}
+    assert not missing, f"corpus lacks {missing}"
+    for path in CORPUS_FILES:
+        assert header(path, "expect") in KINDS, path.name
+
+
+# --- directly through sim.verify.verify_program ------------------------------------------------------------------
+
+SCENE_FILES = [p for p in CORPUS_FILES if p.name.startswith("scene_")]
+
+
+@pytest.mark.parametrize("path", SCENE_FILES, ids=lambda p: p.name)
+def test_scene_program_with_bad_values_is_rejected_with_a_clear_message(pool, path):
+    report = verify_program(path.read_text(), seed=0, pool=pool)
+    assert not report.passed and report.spec is None
+    check = report.checks[0]
+    assert check.name == "executes" and not check.passed
+    assert check.message.startswith("runtime: line "), check.message
+    assert "SceneError" in check.message and header(path, "message") in check.message, check.message
+
+
+def test_non_utf8_source_is_rejected_before_running(pool):
+    report = verify_program((CORPUS / "not_utf8.bin").read_bytes(), pool=pool)
+    assert not report.passed
+    assert report.checks[0].message.startswith("encoding: program source is not valid UTF-8 (byte 0xe9")
+
+
+def _good_spec(pool) -> dict:
+    report = verify_program(GOOD_PROGRAM, pool=pool)
+    assert report.passed, report.summary()
+    return report.spec
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ("nan_mass", "mass: Input should be a finite number"),
+    ("negative_mass", "mass: Input should be greater than 0"),
+    ("inf_friction", "friction: Input should be a finite number"),
+    ("nan_x", "x: Input should be a finite number"),
+    ("10000_objects", "a scene holds at most 10 objects"),
+])
+def test_spec_with_bad_values_fails_spec_valid(pool, change, expected):
+    """A spec handed to the verifier directly (verify_scene with a spec) is checked by the same validators."""
+    spec = copy.deepcopy(_good_spec(pool))
+    attrs = spec["attributes"]["objects"]
+    if change == "nan_mass":
+        attrs[0]["mass"] = math.nan
+    elif change == "negative_mass":
+        attrs[1]["mass"] = -1.0
+    elif change == "inf_friction":
+        attrs[0]["friction"] = math.inf
+    elif change == "nan_x":
+        spec["layout"]["placements"][0]["x"] = math.nan
+    else:
+        objects, placements = spec["task"]["objects"], spec["layout"]["placements"]
+        proto_o, proto_p, proto_a = objects[-1], placements[-1], attrs[-1]
+        for i in range(10_000):
+            name = f"extra_{i}"
+            objects.append({**proto_o, "name": name, "role": "distractor"})
+            placements.append({**proto_p, "object": name, "relation": None})
+            attrs.append({**proto_a, "object": name})
+    report = verify_spec(spec)
+    assert not report.passed and [c.name for c in report.checks] == ["spec_valid"]
+    assert expected in report.checks[0].message, report.checks[0].message
+
+
+# --- through the verifier MCP server -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def verifier(tmp_path_factory, pool):
+    from servers.verifier import build_server
+
+    run_dir = tmp_path_factory.mktemp("verifier-run")
+    return build_server(run_dir), run_dir
+
+
+def _files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_verifier_server_rejects_corpus_program_and_keeps_answering(verifier, marker, path):
+    server, run_dir = verifier
+    before = _files(run_dir)
+    # Non-UTF-8 bytes cannot travel in a JSON string: they arrive as lone surrogates (what a client that decodes
+    # with 'surrogateescape' sends), and the server refuses them at argument validation.
+    source = with_marker(path, marker).decode("utf-8", "surrogateescape")
+    kind = SCENE_FINALIZER_KIND.get(path.name, header(path, "expect"))
+
+    async def main():
+        async with Client(server) as c:
+            result = await c.call_tool("verify_program", {"source": source})
+            text = " ".join(getattr(b, "text", "") for b in result.content)
+            if kind == "encoding":
+                assert result.is_error and "source" in text and "valid string" in text, text
+            else:
+                assert not result.is_error, text
+                report = result.structured_content
+                assert report["passed"] is False
+                check = report["checks"][0]
+                assert check["name"] == "executes" and not check["passed"]
+                assert check["message"].startswith(f"{kind}: ") and len(check["message"]) > len(kind) + 10, check
+                expected = header(path, "message")
+                assert expected is None or expected in check["message"], check["message"]
+            # still answering, and the sandbox behind it still runs programs
+            after = await c.call_tool("verify_program", {"source": "scene = 1\n"})
+            assert not after.is_error
+            assert "`scene` must be a sim.Scene, got int" in after.structured_content["summary"]
+
+    asyncio.run(main())
+    assert _files(run_dir) == before, "verify_program wrote into the run directory"
+
+
+def test_verifier_server_passes_a_good_program_after_the_corpus(verifier):
+    server, _ = verifier
+
+    async def main():
+        async with Client(server) as c:
+            result = await c.call_tool("verify_program", {"source": GOOD_PROGRAM, "seed": 1})
+            assert not result.is_error and result.structured_content["passed"], result.structured_content
+
+    asyncio.run(main())

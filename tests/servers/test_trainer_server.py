@@ -1,0 +1,294 @@
+"""The trainer server in memory: tools and annotations, rollouts and their evidence, shaped training, checkpoints,
+cancellation, and errors that name what to fix. A tiny policy (d_model 32) stands in for the base SFT; the stdio
+mini-round (test_mini_round.py) runs the real train_sft."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+
+import pytest
+from mcp import Client
+from mcp_testing import err, ok, text
+
+from servers.scenes import SceneStore
+from servers.trainer import build_server
+
+TOOLS = {  # name: (read_only, destructive, idempotent)
+    "train_sft": (False, True, False),
+    "collect_rollouts": (False, False, False),
+    "get_rollout_evidence": (True, False, True),
+    "rollout_keyframe": (True, False, True),
+    "start_training": (False, False, False),
+    "evaluate": (True, False, True),
+    "list_checkpoints": (True, False, True),
+    "load_checkpoint": (False, False, True),
+    "get_job": (True, False, True),
+    "wait_job": (True, False, True),
+    "list_jobs": (True, False, True),
+    "cancel_job": (False, True, True),
+}
+
+POTENTIAL = '''
+from sim import helpers as h
+
+
+def clip01(x):
+    return min(1.0, max(0.0, float(x)))
+
+
+SUBGOALS = ["reach the {t}", "put the {t} in the {r}"]
+LEARNING_TOOL = "awr_shaped"
+
+
+def complete_1(s):
+    return h.tcp_distance(s, "{t}") < 0.04 or h.is_grasped(s, "{t}")
+
+
+def potential_1(s):
+    return 1.0 - clip01(h.tcp_distance(s, "{t}") / 0.4)
+
+
+def complete_2(s):
+    return h.xy_distance(s, "{t}", "{r}") < 0.05 and not h.is_grasped(s, "{t}")
+
+
+def potential_2(s):
+    return 1.0 - clip01(h.xy_distance(s, "{t}", "{r}") / 0.5)
+'''
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """A run directory with a tiny policy (checkpoints base + latest), one pick_place scene and one rollout in it."""
+    from policy.checkpoint import build_train_state, save_checkpoint
+    from policy.config import PolicyConfig, TrainConfig
+    from policy.service import TrainerService
+
+    root = tmp_path_factory.mktemp("trainer-run")
+    pcfg = PolicyConfig(d_model=32, n_layers=1, n_heads=2, ff_mult=2, n_candidates=2)
+    state = build_train_state(pcfg, TrainConfig(batch_size=16, td_candidates=2, device="cpu"), with_critic=False)
+    state.extra["kind"] = "sft"
+    for tag in ("base", "latest"):
+        save_checkpoint(root / "checkpoints" / f"{tag}.pt", state)
+    store = SceneStore(root)
+    scene_id = store.sample("pick_place", 3).scene_id
+    [rollout] = TrainerService(root).rollouts([store.spec(scene_id)], 1, seed=0)
+    spec = store.spec(scene_id)
+    roles = {"t": spec.task.with_role("target")[0].name, "r": spec.task.with_role("receptacle")[0].name}
+    potential = POTENTIAL.replace("{t}", roles["t"]).replace("{r}", roles["r"])
+    return {"root": root, "scene_id": scene_id, "rollout": rollout, "potential": potential}
+
+
+@pytest.fixture
+def run_dir(seeded, tmp_path):
+    """A fresh copy of the seeded run directory."""
+    dst = tmp_path / "run"
+    shutil.copytree(seeded["root"], dst)
+    return dst
+
+
+async def finish(c, job_id: str, limit_s: float = 120) -> dict:
+    """wait_job until the job finished; its final status."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        status = await ok(c, "wait_job", {"job_id": job_id, "timeout_s": 20})
+        if status["state"] in ("succeeded", "failed", "cancelled", "interrupted"):
+            return status
+        assert time.monotonic() < deadline, f"job {job_id} still {status['state']} after {limit_s} s"
+
+
+def test_tools_annotations_and_schemas(tmp_path):
+    async def main():
+        async with Client(build_server(tmp_path)) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert set(tools) == set(TOOLS)
+            for name, (ro, destructive, idem) in TOOLS.items():
+                a = tools[name].annotations
+                assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (
+                    ro, destructive, idem, False), name
+                assert tools[name].description, name
+                for arg, prop in tools[name].input_schema.get("properties", {}).items():
+                    assert prop.get("description"), f"{name}.{arg} has no description"
+            for name in ("get_rollout_evidence", "list_checkpoints", "start_training", "get_job"):
+                assert tools[name].output_schema is not None, name
+            # no policy yet: a job that needs one fails with what to do
+            empty = await ok(c, "list_checkpoints", {})
+            assert empty == {"checkpoints": [], "current_step": None, "has_critic": False}
+            scene_id = SceneStore(tmp_path).sample("pick_place", 0).scene_id
+            job = await ok(c, "collect_rollouts", {"scene_ids": [scene_id]})
+            failed = await finish(c, job["job_id"])
+            assert failed["state"] == "failed" and "train_sft" in failed["error"]
+
+    run(main())
+
+
+def test_malformed_arguments_name_the_argument(tmp_path):
+    bad = [
+        ("train_sft", {"families": ["juggling"]}, "families"),
+        ("train_sft", {"families": ["stack"], "demos_per_family": 0}, "demos_per_family"),
+        ("train_sft", {}, "families"),
+        ("collect_rollouts", {"scene_ids": ["not-a-hash"]}, "scene_ids"),
+        ("collect_rollouts", {"scene_ids": ["0123456789abcdef"], "per_scene": 99}, "per_scene"),
+        ("collect_rollouts", {"scene_ids": ["0123456789abcdef"], "mode": "greedy"}, "mode"),
+        ("collect_rollouts", {"scene_ids": ["0123456789abcdef"], "tag": "Bad Tag"}, "tag"),
+        ("get_rollout_evidence", {"rollout_id": "../escape"}, "rollout_id"),
+        ("rollout_keyframe", {"rollout_id": "r-1", "step": 0, "size": 4096}, "size"),
+        ("rollout_keyframe", {"rollout_id": "r-1"}, "step"),
+        ("start_training", {"rollout_ids": []}, "rollout_ids"),
+        ("start_training", {"rollout_ids": ["r-1"], "critic_updates": -1}, "critic_updates"),
+        ("start_training", {"rollout_ids": ["r-1"], "potential_programs": {"scene-x": "x = 1"}}, "potential_programs"),
+        ("start_training", {"rollout_ids": ["r-1"], "demo_families": ["nope"]}, "demo_families"),
+        ("evaluate", {"families": ["stack"], "suites": ["everything"]}, "suites"),
+        ("evaluate", {"families": ["stack"], "n": 0}, "n"),
+        ("load_checkpoint", {"tag": "../../etc/passwd"}, "tag"),
+        ("get_job", {"job_id": "a/b"}, "job_id"),
+        ("wait_job", {"job_id": "x", "timeout_s": 600}, "timeout_s"),
+    ]
+
+    async def main():
+        async with Client(build_server(tmp_path)) as c:
+            for tool, args, name in bad:
+                message = await err(c, tool, args)
+                assert name in message, f"{tool}({args}): {message}"
+            assert (await ok(c, "list_checkpoints", {}))["checkpoints"] == []  # still serving
+
+    run(main())
+
+
+def test_unknown_ids_are_readable_and_the_server_keeps_serving(run_dir, seeded):
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            for tool, args in (("get_rollout_evidence", {"rollout_id": "r-9-9-0000-deadbeef"}),
+                               ("rollout_keyframe", {"rollout_id": "r-9-9-0000-deadbeef", "step": 0}),
+                               ("start_training", {"rollout_ids": [seeded["rollout"]["rollout_id"],
+                                                                  "r-9-9-0000-deadbeef"]})):
+                message = await err(c, tool, args)
+                assert "unknown rollout id" in message and "r-9-9-0000-deadbeef" in message, message
+                assert "collect_rollouts" in message
+            assert "unknown scene_id '0123456789abcdef'" in await err(
+                c, "collect_rollouts", {"scene_ids": [seeded["scene_id"], "0123456789abcdef"]})
+            assert "no checkpoint nope.pt" in await err(c, "load_checkpoint", {"tag": "nope"})
+            assert "unknown job_id" in await err(c, "get_job", {"job_id": "train-000"})
+            assert "unknown job_id" in await err(c, "cancel_job", {"job_id": "train-000"})
+            rid = seeded["rollout"]["rollout_id"]
+            assert "past the end" in await err(c, "rollout_keyframe", {"rollout_id": rid, "step": 10_000})
+            assert "static checks" in await err(c, "start_training", {
+                "rollout_ids": [rid], "potential_programs": {seeded["scene_id"]: "import os\n"}})
+            assert (await ok(c, "list_checkpoints", {}))["current_step"] == 0  # still serving, nothing changed
+            assert (await ok(c, "list_jobs", {}))["result"] == []  # no job was started by a refused call
+
+    run(main())
+
+
+def test_rollouts_evidence_keyframes_and_evaluation(run_dir, seeded):
+    from sim.evidence.models import Evidence
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            job = await ok(c, "collect_rollouts", {"scene_ids": [seeded["scene_id"]], "tag": "t", "seed": 5})
+            assert job["kind"] == "rollouts"
+            done = await finish(c, job["job_id"])
+            assert done["state"] == "succeeded", done
+            [r] = done["result"]
+            assert r["scene_id"] == seeded["scene_id"] and r["rollout_id"].startswith("t-0-5-")  # tag-step-seed
+            assert (run_dir / "rollouts" / f"{r['rollout_id']}.trace").is_file()
+
+            ev = await ok(c, "get_rollout_evidence", {"rollout_id": r["rollout_id"]})
+            assert ev["scene_id"] == seeded["scene_id"] and ev["steps"] == r["steps"] and ev["summary"]
+            evidence = Evidence.model_validate(ev["evidence"])  # what the failure critic reads
+            assert evidence.steps == r["steps"] and evidence.success == r["success"]
+
+            with_frames = await c.call_tool("get_rollout_evidence", {"rollout_id": r["rollout_id"],
+                                                                     "keyframes": True})
+            assert not with_frames.is_error, text(with_frames)
+            images = [b for b in with_frames.content if b.type == "image"]
+            assert 2 <= len(images) <= 4 and all(b.mime_type == "image/png" for b in images)
+            assert len(with_frames.structured_content["evidence"]["keyframes"]) == len(images)
+
+            frame = await c.call_tool("rollout_keyframe", {"rollout_id": r["rollout_id"], "step": r["steps"],
+                                                           "size": 64})
+            assert not frame.is_error and frame.content[0].type == "image"
+
+            job = await ok(c, "evaluate", {"families": ["pick_place"], "n": 1})
+            done = await finish(c, job["job_id"])
+            assert done["state"] == "succeeded", done
+            [row] = done["result"]
+            assert (row["family"], row["suite"], row["n"]) == ("pick_place", "in", 1)
+            assert 0.0 <= row["success_rate"] <= 1.0
+
+    run(main())
+
+
+def test_shaped_training_checkpoints_and_restart(run_dir, seeded):
+    rid, scene_id = seeded["rollout"]["rollout_id"], seeded["scene_id"]
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            job = await ok(c, "start_training", {"rollout_ids": [rid], "potential_programs": {
+                scene_id: seeded["potential"], "0123456789abcdef": seeded["potential"]},
+                "critic_updates": 2, "policy_updates": 2})
+            assert job["kind"] == "train"
+            done = await finish(c, job["job_id"])
+            assert done["state"] == "succeeded", done
+            info = done["result"]
+            assert info["shaped_rollouts"] == 1 and info["episodes"] == 1 and info["updates"] == 4
+            assert info["potential_scenes_without_rollouts"] == ["0123456789abcdef"]
+            assert info["checkpoint"] == "step000002"
+            ckpts = await ok(c, "list_checkpoints", {})
+            assert ckpts == {"checkpoints": ["base", "latest", "step000002"], "current_step": 2, "has_critic": True}
+
+            # a program that fails at run time fails the job with the program's error; the policy stays
+            broken = seeded["potential"].replace("return 1.0 - clip01(h.tcp_distance", "return 1.0 / 0 - clip01(h.tcp_distance")
+            job = await ok(c, "start_training", {"rollout_ids": [rid], "potential_programs": {scene_id: broken},
+                                                 "critic_updates": 1, "policy_updates": 1})
+            failed = await finish(c, job["job_id"])
+            assert failed["state"] == "failed" and "ZeroDivisionError" in failed["error"], failed
+            assert (await ok(c, "list_checkpoints", {}))["current_step"] == 2
+
+            back = await ok(c, "load_checkpoint", {"tag": "base"})
+            assert back["current_step"] == 0 and not back["has_critic"]
+
+        async with Client(build_server(run_dir)) as c:  # a restarted server resumes from the loaded policy
+            assert (await ok(c, "list_checkpoints", {}))["current_step"] == 0
+            # rollouts saved by the earlier server are still there to train on
+            job = await ok(c, "start_training", {"rollout_ids": [rid], "critic_updates": 1, "policy_updates": 1})
+            done = await finish(c, job["job_id"])
+            assert done["state"] == "succeeded" and done["result"]["shaped_rollouts"] == 0, done
+
+    run(main())
+
+
+def test_cancel_a_running_training_job(run_dir, seeded):
+    rid = seeded["rollout"]["rollout_id"]
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            job = await ok(c, "start_training", {"rollout_ids": [rid], "critic_updates": 400, "policy_updates": 0})
+            job_id = job["job_id"]
+            deadline = time.monotonic() + 60
+            status = await ok(c, "get_job", {"job_id": job_id})
+            while not (status["state"] == "running" and status["done"] > 0):
+                assert status["state"] in ("queued", "running"), status
+                assert time.monotonic() < deadline, f"no progress: {status}"
+                await asyncio.sleep(0.2)
+                status = await ok(c, "get_job", {"job_id": job_id})
+            assert status["total"] == 400 and "critic_loss" in status["message"]
+            # the policy is busy: loading a checkpoint now is refused with what to do
+            assert "running job" in await err(c, "load_checkpoint", {"tag": "base"})
+            cancelled = await ok(c, "cancel_job", {"job_id": job_id})
+            assert cancelled["state"] in ("running", "cancelled")
+            final = await finish(c, job_id, limit_s=60)
+            assert final["state"] == "cancelled" and final["done"] < 400, final
+            assert [j["job_id"] for j in (await ok(c, "list_jobs", {}))["result"]] == [job_id]
+            # the partial update is discarded: the current policy is the one before the job
+            ckpts = await ok(c, "list_checkpoints", {})
+            assert ckpts == {"checkpoints": ["base", "latest"], "current_step": 0, "has_critic": False}
+            assert (await ok(c, "load_checkpoint", {"tag": "base"}))["current_step"] == 0  # free again
+
+    run(main())
