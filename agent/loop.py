@@ -270,14 +270,26 @@ class CoEvolution:
             scene = targeted[0]
             spec = SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=scene["scene_id"])["spec"])
             diag = _Diag(mode["factor"], mode["phase"], mode["description"])
+            traces = [x["rollout_id"] for x in rollouts if x["scene_id"] == scene["scene_id"]][:3]
+            checks: list[dict] = []
+
+            def checker(source: str, scene_id=scene["scene_id"], traces=traces, checks=checks):
+                """Φ checked by the verifier server on this scene's rollouts and its planner demonstration."""
+                from sim.potential import PotentialReport
+
+                checks.append(self.call("verifier", "check_potential", source=source, scene_id=scene_id,
+                                        trace_ids=traces))
+                return PotentialReport.model_validate({**checks[-1]["report"], "ok": checks[-1]["ok"],
+                                                       "errors": checks[-1]["errors"]})
+
+            request = CompileRequest(diagnosis=diag, spec=spec, success_rate=v["targeted"], checker=checker,
+                                     has_demo=True)
             try:
-                prog = self.roles.compiler.compile(CompileRequest(diagnosis=diag, spec=spec, success_rate=v["targeted"]))
+                prog = self.roles.compiler.compile(request)
             except Exception as exc:  # noqa: BLE001 - no training program this round; the mode stays validated
                 log.warning("compiler failed for %s: %s", mode_id, exc)
                 continue
-            traces = [x["rollout_id"] for x in rollouts if x["scene_id"] == scene["scene_id"]][:3]
-            check = self.call("verifier", "check_potential", source=prog.source, scene_id=scene["scene_id"],
-                              trace_ids=traces)
+            check = {"passed": bool(checks and checks[-1]["ok"])}
             tp_id = f"t-{mode_id}-r{r}"
             self.call("memory", "put_training_program", program={
                 "id": tp_id, "mode_id": mode_id, "phase": prog.phase, "subgoals": prog.subgoals,

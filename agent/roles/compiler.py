@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -54,6 +55,10 @@ class CompileRequest:
     """measured success of the policy on the mode, when known (routes the learning tool)"""
     every: int = 1
     """state stride when checking rollouts"""
+    checker: Callable[[str], PotentialReport] | None = None
+    """checks a program somewhere else (e.g. the verifier server over MCP) instead of on local traces"""
+    has_demo: bool = False
+    """a planner demonstration exists for the scene (used for routing when `demos` are not local)"""
 
 
 class CompiledProgram(BaseModel):
@@ -93,6 +98,8 @@ def learning_tool_for(factor: str, success_rate: float | None, has_demo: bool) -
 
 
 def run_checks(source: str, request: CompileRequest) -> PotentialReport:
+    if request.checker is not None:
+        return request.checker(source)
     rollouts = [episode(t, request.every) for t in request.rollouts]
     demos = [episode(t) for t in request.demos if t.success]
     if not demos:
@@ -112,7 +119,7 @@ class OfflineCompiler:
 
     def compile(self, request: CompileRequest) -> CompiledProgram:
         d = request.diagnosis
-        tool = learning_tool_for(d.factor, request.success_rate, bool(request.demos))
+        tool = learning_tool_for(d.factor, request.success_rate, bool(request.demos) or request.has_demo)
         named = cause_objects(d.cause, request.spec.object_names())
         errors: list[list[str]] = []
         for attempt, level in enumerate((2, 1, 0)[:MAX_ATTEMPTS], start=1):

@@ -13,6 +13,9 @@ from typing import Any
 from hypothesis import strategies as st
 from mcp import Client
 
+from memory_store.schema import BATCHES, LEARNING_TOOLS, MODE_STATUSES
+from sim.constants import DIAGNOSIS_FACTORS, FACTORS, FAMILIES, PHASES, ROLES
+
 CALL_TIMEOUT_S = 120.0
 
 
@@ -118,6 +121,14 @@ def hostile_values() -> st.SearchStrategy:
                      st.just([[[[[]]]]]), st.lists(st.integers(), min_size=300, max_size=300))
 
 
+# Plain string fields that the servers check against a vocabulary (pydantic validators, not schema enums): valid
+# words are drawn often enough for records to pass validation and reach the stores.
+HINTS: dict[str, tuple[str, ...]] = {
+    "family": FAMILIES, "families": FAMILIES, "phase": PHASES, "phase_reached": PHASES,
+    "factor": DIAGNOSIS_FACTORS + FACTORS, "roles": ROLES, "role": ROLES, "batch": BATCHES, "status": MODE_STATUSES,
+    "learning_tool": LEARNING_TOOLS, "created_at": ("2026-11-29T12:00:00Z", "yesterday"),
+}
+
 # --- schema-driven arguments --------------------------------------------------------------------------------------
 
 
@@ -127,24 +138,25 @@ def _resolve(schema: dict, defs: dict) -> dict:
     return schema
 
 
-def from_schema(schema: dict, defs: dict, depth: int = 0) -> st.SearchStrategy:
+def from_schema(schema: dict, defs: dict, depth: int = 0, key: str | None = None) -> st.SearchStrategy:
     """Values that satisfy `schema` (mostly: formats and cross-field rules are not modelled)."""
     schema = _resolve(schema, defs)
     if "const" in schema:
         return st.just(schema["const"])
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
-    for key in ("anyOf", "oneOf", "allOf"):
-        if key in schema:
-            return st.one_of([from_schema(s, defs, depth) for s in schema[key]])
+    for combine in ("anyOf", "oneOf", "allOf"):
+        if combine in schema:
+            return st.one_of([from_schema(s, defs, depth, key) for s in schema[combine]])
     kind = schema.get("type")
     if isinstance(kind, list):
-        return st.one_of([from_schema({**schema, "type": k}, defs, depth) for k in kind])
+        return st.one_of([from_schema({**schema, "type": k}, defs, depth, key) for k in kind])
     if kind == "string":
         if "pattern" in schema:
             return st.from_regex(schema["pattern"], fullmatch=True)
         low, high = schema.get("minLength", 0), min(schema.get("maxLength", 60), 60)
-        return st.text(min_size=low, max_size=max(low, high))
+        text = st.text(min_size=low, max_size=max(low, high))
+        return st.one_of(st.sampled_from(HINTS[key]), text) if key in HINTS else text
     if kind == "integer":
         low, high = schema.get("minimum", -(10**6)), schema.get("maximum", 10**6)
         return st.integers(min_value=low, max_value=min(high, low + 10**6))
@@ -156,7 +168,7 @@ def from_schema(schema: dict, defs: dict, depth: int = 0) -> st.SearchStrategy:
     if kind == "null":
         return st.none()
     if kind == "array":
-        items = from_schema(schema.get("items", {}), defs, depth + 1) if depth < 4 else st.none()
+        items = from_schema(schema.get("items", {}), defs, depth + 1, key) if depth < 4 else st.none()
         low = schema.get("minItems", 0)
         return st.lists(items, min_size=low, max_size=max(low, min(schema.get("maxItems", 4), 4)))
     if kind == "object" or "properties" in schema:
@@ -165,8 +177,8 @@ def from_schema(schema: dict, defs: dict, depth: int = 0) -> st.SearchStrategy:
         if depth > 4:
             return st.just({})
         return st.fixed_dictionaries(
-            {k: from_schema(v, defs, depth + 1) for k, v in props.items() if k in required},
-            optional={k: from_schema(v, defs, depth + 1) for k, v in props.items() if k not in required},
+            {k: from_schema(v, defs, depth + 1, k) for k, v in props.items() if k in required},
+            optional={k: from_schema(v, defs, depth + 1, k) for k, v in props.items() if k not in required},
         ) if props else st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=3)
     return st.one_of(st.none(), st.integers(), st.text(max_size=20))
 
