@@ -1,7 +1,7 @@
 """The MCP Inspector command-line client (npm `@modelcontextprotocol/inspector --cli`) lists and calls tools of each
 server. Needs node/npx and the npm registry (or npx's cache); skipped with the reason otherwise.
 
-    pytest tests/servers -m integration          # ~40 s: six inspector runs, each starting a server
+    pytest tests/servers -m integration          # ~60 s: eight inspector runs, each starting a server
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ CALLS = {
     "verifier": ("verify_program", {"source": SCENE_PROGRAM}, lambda r: r["structuredContent"]["passed"]),
     "memory": ("search_diagnoses", {"query": "the gripper slips", "k": "3"},
                lambda r: r["structuredContent"]["result"] == []),
+    "trainer": ("list_checkpoints", {}, lambda r: r["structuredContent"]["checkpoints"] == []),
 }
-EXPECTED_TOOLS = {"sim": 9, "verifier": 4, "memory": 17}
+EXPECTED_TOOLS = {"sim": 9, "verifier": 4, "memory": 17, "trainer": 12}
 
 
 @functools.cache

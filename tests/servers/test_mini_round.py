@@ -45,18 +45,15 @@ async def finish(c, job_id: str, limit_s: float = 300) -> dict:
 
 async def compile_potential(sim, verifier, scene_id: str, rollout_id: str, diagnosis) -> tuple[str, dict]:
     """The offline compiler's templates for the diagnosis, each checked by the verifier until one passes."""
-    from agent.roles.compiler import learning_tool_for
     from agent.roles.potential_templates import cause_objects, write_program
     from sim.spec import SceneSpec
 
     spec = SceneSpec.model_validate((await ok(sim, "get_scene", {"scene_id": scene_id}))["spec"])
-    tool = learning_tool_for(diagnosis.factor, None, has_demo=True)
-    tool = tool if tool == "awr_shaped" else "awr_shaped"  # the round trains with shaping
+    named = cause_objects(diagnosis.cause, spec.object_names())
     errors = []
     for level in (2, 1, 0):
         source = write_program(spec, factor=diagnosis.factor, phase=diagnosis.phase, cause=diagnosis.cause,
-                               tool=tool, level=level, cause_objects=cause_objects(diagnosis.cause,
-                                                                                   spec.object_names()))
+                               tool="awr_shaped", level=level, cause_objects=named)
         check = await ok(verifier, "check_potential", {"source": source, "scene_id": scene_id,
                                                        "trace_ids": [rollout_id]})
         if check["ok"]:
