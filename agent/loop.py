@@ -79,7 +79,9 @@ class CoEvolution:
             if r > 0 and not self.state.result(f"r{r}.modes")["in_band"]:
                 say("no mode left in the success band: stopping")
                 break
-        self.state.step("eval.after", self.evaluate)
+        last = [k for k in self.state.data["order"] if k.endswith(".eval")]
+        # the last round's evaluation already measured the final policy
+        self.state.step("eval.after", lambda: self.state.result(last[-1]) if last else self.evaluate())
         self.state.step("export", lambda: self.call("memory", "export_memory", directory="exports/memory"))
         self.state.set("wall_seconds", self.state.get("wall_seconds", 0.0) + time.perf_counter() - t0)
         self.state.set("mcp_seconds", self.state.get("mcp_seconds", 0.0) + self.hub.overhead_seconds())

@@ -155,7 +155,7 @@ def write_report(state: dict, run_dir: Path, media: dict[str, bytes] | None = No
         "",
         f"Preset `{state.get('preset', {}).get('name')}`, role backend `{state.get('backend')}`, "
         f"wall time {state.get('wall_seconds', 0) / 60:.1f} min "
-        f"(MCP tool-call time {state.get('mcp_seconds', 0):.1f} s).",
+        f"(of which {state.get('mcp_seconds', 0):.0f} s inside tool calls, trainer jobs included).",
         "",
         "## Success before → after (in-distribution and OOD suites)",
         "",

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import fcntl
 import logging
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -89,6 +91,18 @@ class WriteResult:
 def _is_conflict(exc: Exception) -> bool:
     text = str(exc).lower()
     return "conflict" in text or "retryable" in text
+
+
+def _io_error(what: str, exc: Exception) -> OSError | None:
+    """Lance reports a failed file write (full disk, read-only file system) as a RuntimeError carrying the OS
+    error and a Rust source location; as an OSError with the plain cause it reaches clients as a readable error."""
+    text = str(exc)
+    if isinstance(exc, OSError) or "LanceError(IO)" not in text:
+        return None
+    found = re.search(r"\(os error (\d+)\)", text)
+    code = int(found.group(1)) if found else errno.EIO
+    return OSError(code, f"memory store: {what} failed: {os.strerror(code)}; the write was not committed "
+                         "(the table keeps its previous version)")
 
 
 class Snapshot:
@@ -201,6 +215,9 @@ class MemoryStore:
                 return fn()
             except Exception as exc:  # lancedb raises plain RuntimeError/OSError on commit conflicts
                 if not _is_conflict(exc) or attempt == self.retries:
+                    io_error = _io_error(what, exc)
+                    if io_error is not None:
+                        raise io_error from exc
                     raise
                 delay = 0.02 * 2**attempt * (1.0 + random.random())
                 log.warning("%s: commit conflict (attempt %d), retrying in %.2fs", what, attempt + 1, delay)

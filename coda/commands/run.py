@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -33,7 +34,7 @@ def register(sub, name: str) -> None:
 
 
 def run(args) -> int:
-    from agent.hub import Hub, ServerSpec, stdio_specs
+    from agent.hub import Hub, ServerSpec, ToolError, stdio_specs
     from agent.presets import get_preset
     from agent.report import write_report
     from agent.roles.factory import make_roles
@@ -50,24 +51,34 @@ def run(args) -> int:
         print(f"{run_dir} already holds a run; pass --resume to continue it or choose another --name",
               file=sys.stderr)
         return 2
-    run_dir.mkdir(parents=True, exist_ok=True)
+    problem = _unwritable(run_dir)
+    if problem:
+        print(f"[coda] cannot write the run directory {run_dir}: {problem}; choose a writable --runs-dir "
+              "(nothing was started or recorded)", file=sys.stderr)
+        return 2
     _file_log(run_dir)
     roles = make_roles(args.backend, model=args.model, base_url=args.base_url)
     urls = dict(u.split("=", 1) for u in args.server_url)
     specs = [ServerSpec(name=s.name, url=urls[s.name]) if s.name in urls else s for s in stdio_specs(run_dir)]
     print(f"[coda] starting MCP servers (sim, verifier, memory, trainer) for {run_dir}", file=sys.stderr)
-    with Hub(specs) as hub:
-        if args.mode == "autonomous":
-            from agent.autonomous import run_autonomous
+    try:
+        with Hub(specs) as hub:
+            if args.mode == "autonomous":
+                from agent.autonomous import run_autonomous
 
-            state = run_autonomous(hub, roles, run_dir, preset, name, max_turns=args.max_turns,
-                                   max_cost=args.max_cost)
-        else:
-            from agent.loop import CoEvolution
+                state = run_autonomous(hub, roles, run_dir, preset, name, max_turns=args.max_turns,
+                                       max_cost=args.max_cost)
+            else:
+                from agent.loop import CoEvolution
 
-            loop = CoEvolution(hub, roles, run_dir, preset, name)
-            state = loop.run()
-            media = _media(hub, state)
+                loop = CoEvolution(hub, roles, run_dir, preset, name)
+                state = loop.run()
+                media = _media(hub, state)
+    except (OSError, ToolError) as exc:  # e.g. the disk filled up or the run directory became read-only mid-run
+        log.info("run stopped", exc_info=True)  # the traceback goes to run.log, not the terminal
+        print(f"[coda] run stopped: {exc}; completed steps are kept in {run_dir / 'state.json'}: fix the cause "
+              f"and continue with --name {name} --resume", file=sys.stderr)
+        return 1
     report = write_report(state, run_dir, media if args.mode != "autonomous" else None)
     from agent.report import run_metrics, success_table
 
@@ -77,6 +88,18 @@ def run(args) -> int:
                "ood_before_after": {f: [round(b, 3), round(a, 3)] for f, (b, a) in ood.items()}}
     emit(summary, args.json)
     return 0
+
+
+def _unwritable(run_dir: Path) -> str | None:
+    """Why files cannot be created in `run_dir` (made if missing), or None when they can."""
+    probe = run_dir / f".write-test-{os.getpid()}"
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def _file_log(run_dir: Path) -> None:

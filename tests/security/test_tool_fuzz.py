@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD_PROGRAM = (REPO / "examples" / "scenes" / "pick_place.py").read_text()
-EXAMPLES, MIN_CALLS = 300, 1000  # 2-6 calls per example: about 1,200 calls per server, seconds each
+EXAMPLES, MIN_CALLS = 400, 1000  # 2-6 calls per example (about 3 on average): ~1,200 calls per server
 SLOW_EXAMPLES, SLOW_MIN_CALLS = 1500, 5000
 TRAINER_HEAVY = frozenset({"train_sft", "collect_rollouts", "start_training", "evaluate"})
 
