@@ -229,6 +229,18 @@ def _steps_for(run: Runner, atom: Atom, shares: dict[str, Share]) -> Iterator[st
     return _place(run, atom, shares)
 
 
+def _nearest_first(env: CodaEnv, goals: list[Atom], i: int) -> None:
+    """Among interchangeable goals from i on (same relation, same destination), do the object nearest the gripper
+    first — a rule a policy can read off its observation, so demonstrations stay consistent."""
+    same = [k for k in range(i, len(goals)) if goals[k].op == goals[i].op and len(goals[k].args) == 2
+            and goals[i].op in ("on", "inside", "near") and goals[k].args[1] == goals[i].args[1]]
+    if len(same) < 2:
+        return
+    grip = h.gripper_position(env.state)
+    best = min(same, key=lambda k: float(np.linalg.norm(h.position(env.state, goals[k].args[0]) - grip)))
+    goals[i], goals[best] = goals[best], goals[i]
+
+
 def run_planner(env: CodaEnv, seed: int | None = None) -> Demo:
     """Reset the env and execute the scripted plan; returns the demonstration."""
     obs = env.reset(seed=seed)
@@ -239,9 +251,11 @@ def run_planner(env: CodaEnv, seed: int | None = None) -> Demo:
         raise PlanError(f"no plannable goal in {env.spec.task.success}")
     try:
         shares = slot_plan(env.state, goals)
-        for atom in goals:
+        for i in range(len(goals)):
             if run.done:
                 break
+            _nearest_first(env, goals, i)
+            atom = goals[i]
             demo.subgoals.append(str(atom))
             for _ in _steps_for(run, atom, shares):
                 if run.done:
