@@ -1,2 +1,2 @@
 # expect: forbidden
-result = f'{(1).__class__.__mro__}'
+result = '{0.__class__.__mro__}'.format(1)

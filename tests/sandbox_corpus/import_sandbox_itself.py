@@ -1,3 +1,4 @@
 # expect: forbidden
+import sim.sandbox_worker
 
 result = 1

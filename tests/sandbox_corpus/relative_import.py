@@ -1,3 +1,4 @@
 # expect: forbidden
+from . import sandbox
 
 result = 1
