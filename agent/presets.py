@@ -14,7 +14,7 @@ class Preset:
     """task families co-evolved in this run"""
     demos_per_family: int = 60
     """planner demonstrations per family for the base SFT"""
-    sft_updates: int = 1200
+    sft_updates: int = 1000
     """behaviour-cloning updates of the base policy"""
     rounds: int = 2
     """generation rounds"""
@@ -26,9 +26,9 @@ class Preset:
     """N: rollouts per valid environment"""
     max_diagnoses: int = 6
     """C: failed rollouts examined per (family, batch) stratum"""
-    critic_updates: int = 150
+    critic_updates: int = 120
     """K_Q: critic updates per round"""
-    policy_updates: int = 150
+    policy_updates: int = 120
     """K_π: policy updates per round"""
     eval_per_suite: int = 6
     """evaluation scenes per (family, suite)"""
