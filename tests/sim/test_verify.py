@@ -15,7 +15,7 @@ FAULTS = {
     "fault_giant_mug.py": ("scale_plausible", "implausible for a mug"),
     "fault_true_at_start.py": ("predicate_false_at_start", "already true"),
     "fault_raises.py": ("executes", "ZeroDivisionError"),
-    "fault_loops.py": ("executes", "did not finish"),
+    "fault_loops.py": ("executes", "infinite loops"),  # wall-clock or CPU limit, whichever comes first
     "fault_imports_os.py": ("executes", "'os' is not allowed"),
     "fault_imports_subprocess.py": ("executes", "'subprocess' is not allowed"),
     "fault_memory.py": ("executes", "memory limit"),
