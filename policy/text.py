@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
@@ -31,7 +32,7 @@ class Embedder(Protocol):
         """float32 (N, dim), one row per text."""
 
 
-class _CachedEmbedder:
+class _CachedEmbedder(ABC):
     """LRU cache per instruction string in front of `_compute` (a batch of unseen strings at a time)."""
 
     dim = TEXT_DIM
@@ -42,8 +43,9 @@ class _CachedEmbedder:
         self.cache_size = cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
+    @abstractmethod
     def _compute(self, texts: list[str]) -> np.ndarray:
-        raise NotImplementedError
+        """Embeddings (N, dim) of strings not in the cache."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):

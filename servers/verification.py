@@ -167,28 +167,13 @@ class PotentialCheck(BaseModel):
     demos: list[str] = Field(description="successful demonstrations Φ must rise along")
 
 
-def potential_module():
-    """`sim.potential`, or LookupError when this build has none yet."""
-    import importlib
-
-    try:
-        mod = importlib.import_module("sim.potential")
-    except ModuleNotFoundError as exc:
-        if exc.name != "sim.potential":
-            raise
-        raise LookupError("sim.potential is not available in this build; potential programs cannot be checked") from None
-    for name in ("check_program", "episode"):
-        if not hasattr(mod, name):
-            raise LookupError(f"sim.potential has no {name}(); update the potential library")
-    return mod
-
-
 def check_potential(source: str, spec: SceneSpec, rollouts: dict[str, Any], demos: dict[str, Any],
                     every: int = 1) -> PotentialCheck:
     """Run the potential checks on the states of `rollouts` and `demos` ({trace name: Trace})."""
-    mod = potential_module()
-    report = mod.check_program(source, spec, [mod.episode(t, every) for t in rollouts.values()],
-                               [mod.episode(t, every) for t in demos.values()])
-    data = report.model_dump(mode="json") if isinstance(report, BaseModel) else dict(report)
+    from sim.potential import check_program, episode
+
+    report = check_program(source, spec, [episode(t, every) for t in rollouts.values()],
+                           [episode(t, every) for t in demos.values()])
+    data = report.model_dump(mode="json")
     return PotentialCheck(ok=bool(data.get("ok")), errors=list(data.get("errors", [])), report=data,
                           rollouts=list(rollouts), demos=list(demos))

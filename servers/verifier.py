@@ -84,7 +84,6 @@ def build_server(run_dir: Path) -> MCPServer:
         every: Annotated[int, Field(description="check every n-th state of each trace", ge=1, le=50)] = 1,
     ) -> PotentialCheck:
         """Check a Text2potential program: syntax, names, and Φ on rollout states (finite, in [0, 1], fast, rising)."""
-        verification.potential_module()  # fail fast when this build has no checker
         spec = store.spec(scene_id)
         rollouts = {t: store.trace(t) for t in trace_ids}
         demos = {}

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import json
 
 import pytest
@@ -14,9 +12,6 @@ from mcp_testing import FAULTY_PROGRAM, SCENE_PROGRAM, UNSTABLE_PROGRAM, err, ok
 from servers.scenes import SceneStore
 from servers.verification import parse_predicate
 from servers.verifier import build_server
-
-HAS_POTENTIAL = importlib.util.find_spec("sim.potential") is not None and hasattr(
-    importlib.import_module("sim.potential"), "check_program")
 
 
 def run(coro):
@@ -136,19 +131,6 @@ def potential_2(state):
 """
 
 
-@pytest.mark.skipif(HAS_POTENTIAL, reason="sim.potential exists: the real checker is exercised below")
-def test_check_potential_without_the_library_says_so(stored):
-    run_dir, sid = stored
-
-    async def main():
-        async with Client(build_server(run_dir)) as c:
-            text = await err(c, "check_potential", {"source": "SUBGOALS = []\n", "scene_id": sid})
-            assert "sim.potential is not available" in text
-
-    run(main())
-
-
-@pytest.mark.skipif(not HAS_POTENTIAL, reason="sim.potential (check_program) is not in this build")
 def test_check_potential_on_demo_and_rollout_states(stored):
     run_dir, sid = stored
     store = SceneStore(run_dir)
