@@ -10,6 +10,7 @@ from policy.rollout import Episode, chunk_fn, rollout
 from sim.families import sample_spec
 from sim.spec import SceneSpec
 from sim.suites import EVAL_SEED_BASE, SUITES, suite_specs
+from sim.workers import Executor
 
 
 def success_stats(episodes: Sequence[Episode]) -> dict:
@@ -27,14 +28,15 @@ def eval_specs(family: str, suite: str, n: int) -> list[SceneSpec]:
 
 
 def evaluate(policy, family: str, suite: str = "in", n: int = 20, critic=None, mode: str = "mean",
-             device="cpu", batch: int = 32) -> dict:
-    """Roll the policy out on a suite (batched) and report its success rate ± standard error."""
+             device="cpu", batch: int = 32, executor: Executor | None = None) -> dict:
+    """Roll the policy out on a suite (batched; environments on the executor's workers) and report its success
+    rate ± standard error."""
     t0 = time.perf_counter()
     specs = eval_specs(family, suite, n)
     act = chunk_fn(policy, critic, mode=mode)
     episodes: list[Episode] = []
     for i in range(0, len(specs), batch):
-        episodes += rollout(specs[i : i + batch], act, device=device)
+        episodes += rollout(specs[i : i + batch], act, device=device, executor=executor)
     return {"family": family, "suite": suite, **success_stats(episodes), "seconds": round(time.perf_counter() - t0, 2)}
 
 

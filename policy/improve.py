@@ -10,28 +10,30 @@ from policy.checkpoint import TrainState
 from policy.rollout import Episode, chunk_fn, rollout
 from policy.train import Progress, awr_steps, demo_buffer, rollout_buffer
 from sim.spec import SceneSpec
+from sim.workers import Executor
 
 PotentialFn = Callable[[Episode], list[float]]
 """Φ at each of an episode's T+1 observations (chunk endpoints are what the critic reads)"""
 
 
 def collect(state: TrainState, specs: Sequence[SceneSpec], rollouts_per_scene: int = 1, mode: str = "sample",
-            seed: int = 0, record: bool = False) -> list[Episode]:
+            seed: int = 0, record: bool = False, executor: Executor | None = None) -> list[Episode]:
     """Own rollouts for training: stochastic chunks (exploration), batched over all scenes."""
     gen = torch.Generator(device=state.device).manual_seed(seed)
     act = chunk_fn(state.policy, state.critic, mode=mode, generator=gen)
     episodes = []
     for _ in range(rollouts_per_scene):
-        episodes += rollout(specs, act, device=state.device, record=record)
+        episodes += rollout(specs, act, device=state.device, record=record, executor=executor)
     return episodes
 
 
 def awr_round(state: TrainState, specs: Sequence[SceneSpec], *, rollouts_per_scene: int = 2,
               demos: Sequence[Episode] | None = None, critic_updates: int = 300, policy_updates: int = 300,
               potential: PotentialFn | None = None, seed: int = 0, progress: Progress | None = None,
-              episodes: Sequence[Episode] | None = None) -> dict:
+              episodes: Sequence[Episode] | None = None, executor: Executor | None = None) -> dict:
     """Collect (unless `episodes` are given), then K_Q critic and K_π policy updates. Returns round metrics."""
-    episodes = list(episodes) if episodes is not None else collect(state, specs, rollouts_per_scene, seed=seed)
+    episodes = (list(episodes) if episodes is not None
+                else collect(state, specs, rollouts_per_scene, seed=seed, executor=executor))
     phis = [potential(ep) for ep in episodes] if potential else None
     buf = rollout_buffer(episodes, potentials=phis)
     dbuf = demo_buffer(demos) if demos else None

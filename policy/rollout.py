@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import torch
@@ -16,10 +17,9 @@ from policy.awr import select_chunk
 from policy.data import collate_obs
 from policy.text import get_embedder
 from sim.constants import CHUNK
-from sim.env import CodaEnv
-from sim.planner import run_planner
 from sim.spec import SceneSpec
-from sim.trace import Trace, TraceRecorder
+from sim.trace import Trace
+from sim.workers import SERIAL, Executor, PlannerRun, planner_run
 
 
 @dataclass
@@ -39,28 +39,20 @@ class Episode:
 
 def planner_episode(spec: SceneSpec, record: bool = False) -> Episode:
     """Run the scripted planner; the episode is a demonstration when it succeeds."""
-    env = CodaEnv(spec)
-    demo = run_planner(env)
-    obs = [*demo.observations, env.observe()]
-    trace = None
-    if record:
-        rec = TraceRecorder(CodaEnv(spec))
-        rec.reset()
-        for a in demo.actions:
-            rec.step(a)
-        trace = rec.trace()
-    return Episode(spec.spec_hash(), spec.family, obs, demo.action_array(), demo.success, demo.steps, trace=trace,
-                   meta={"subgoals": demo.subgoals, "failure": demo.failure})
+    return _episode(spec, planner_run(spec, record=record))
 
 
-def planner_demos(specs: Sequence[SceneSpec], record: bool = False) -> list[Episode]:
-    """Successful planner episodes only (planner-certified demonstrations)."""
-    out = []
-    for spec in specs:
-        ep = planner_episode(spec, record=record)
-        if ep.success:
-            out.append(ep)
-    return out
+def _episode(spec: SceneSpec, run: PlannerRun) -> Episode:
+    return Episode(spec.spec_hash(), spec.family, run.observations, run.actions, run.success, run.steps,
+                   trace=run.trace, meta=run.meta)
+
+
+def planner_demos(specs: Sequence[SceneSpec], record: bool = False, executor: Executor | None = None
+                  ) -> list[Episode]:
+    """Successful planner episodes only (planner-certified demonstrations), in spec order; the planner runs on
+    the executor's workers."""
+    runs = (executor or SERIAL).map(partial(planner_run, record=record), list(specs))
+    return [_episode(spec, run) for spec, run in zip(specs, runs, strict=True) if run.success]
 
 
 ChunkFn = Callable[[dict], torch.Tensor]
@@ -87,34 +79,34 @@ def chunk_fn(policy, critic=None, mode: str = "mean", j: int = 8, temperature: f
 
 
 def rollout(specs: Sequence[SceneSpec], act: ChunkFn, *, device="cpu", embedder=None, record: bool = False,
-            execute: int = CHUNK, seeds: Sequence[int] | None = None) -> list[Episode]:
-    """Roll out one episode per spec with batched action selection; returns episodes in spec order."""
+            execute: int = CHUNK, seeds: Sequence[int] | None = None, executor: Executor | None = None
+            ) -> list[Episode]:
+    """Roll out one episode per spec with batched action selection; returns episodes in spec order.
+
+    The environments live on the executor's workers (in process by default); the policy runs here, one forward
+    pass per chunk boundary for all live environments. Results do not depend on the executor."""
     embedder = embedder or get_embedder()
-    envs = [CodaEnv(s) for s in specs]
-    recs = [TraceRecorder(e) if record else None for e in envs]
-    seeds = list(seeds) if seeds is not None else [0] * len(envs)
-    obs = [(r.reset(seed=s) if r else e.reset(seed=s)) for e, r, s in zip(envs, recs, seeds, strict=True)]
-    history = [[o] for o in obs]
-    actions: list[list[np.ndarray]] = [[] for _ in envs]
-    done = [False] * len(envs)
-    while not all(done):
-        live = [i for i, d in enumerate(done) if not d]
-        batch = collate_obs([obs[i] for i in live], embedder, device)
-        chunks = act(batch).detach().cpu().numpy()
-        for k, i in enumerate(live):
-            stepper = recs[i] or envs[i]
-            for a in chunks[k][:execute]:
-                obs[i], _, term, trunc, _ = stepper.step(a)
-                actions[i].append(a.astype(np.float32))
-                history[i].append(obs[i])
-                if term or trunc:
-                    done[i] = True
-                    break
-    out = []
-    for i, env in enumerate(envs):
-        out.append(Episode(
-            spec_hash=env.spec.spec_hash(), family=env.spec.family, observations=history[i],
-            actions=np.asarray(actions[i], dtype=np.float32).reshape(-1, 7), success=env.success(),
-            steps=env.steps, seed=seeds[i], trace=recs[i].trace() if recs[i] else None,
-        ))
-    return out
+    seeds = list(seeds) if seeds is not None else [0] * len(specs)
+    with (executor or SERIAL).env_pool() as pool:
+        obs = pool.reset(specs, seeds, record=record)
+        history = [[o] for o in obs]
+        actions: list[list[np.ndarray]] = [[] for _ in specs]
+        done = [False] * len(specs)
+        while not all(done):
+            live = [i for i, d in enumerate(done) if not d]
+            batch = collate_obs([obs[i] for i in live], embedder, device)
+            chunks = act(batch).detach().cpu().numpy()
+            results = pool.step({i: chunks[k][:execute] for k, i in enumerate(live)})
+            for i in live:
+                res = results[i]
+                history[i] += res.observations
+                actions[i].append(res.actions)
+                obs[i] = res.observations[-1]
+                done[i] = res.done
+        finals = pool.finish()
+    return [
+        Episode(spec_hash=spec.spec_hash(), family=spec.family, observations=history[i],
+                actions=np.concatenate(actions[i]).reshape(-1, 7) if actions[i] else np.zeros((0, 7), np.float32),
+                success=fin.success, steps=fin.steps, seed=seeds[i], trace=fin.trace)
+        for i, (spec, fin) in enumerate(zip(specs, finals, strict=True))
+    ]

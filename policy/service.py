@@ -29,6 +29,7 @@ from policy.train import Progress, train_sft
 from sim.constants import OBS_INSTRUCTION
 from sim.spec import SceneSpec
 from sim.trace import Trace
+from sim.workers import SERIAL, Executor
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ LATEST = "latest.pt"
 
 class TrainerService:
     def __init__(self, run_dir: Path | str, policy_config: PolicyConfig | None = None,
-                 train_config: TrainConfig | None = None, device=None):
+                 train_config: TrainConfig | None = None, device=None, executor: Executor | None = None):
         self.run_dir = Path(run_dir)
         self.ckpt_dir = self.run_dir / "checkpoints"
         self.rollout_dir = self.run_dir / "rollouts"
@@ -46,6 +47,8 @@ class TrainerService:
         self.pcfg = policy_config or PolicyConfig()
         self.tcfg = train_config or TrainConfig()
         self.device = device
+        self.executor = executor or SERIAL
+        """where planner demos, rollouts and evaluations simulate (in process by default)"""
         self.lock = threading.RLock()
         self.state: TrainState | None = None
         self.demos: dict[str, list[Episode]] = {}
@@ -62,7 +65,7 @@ class TrainerService:
     def demos_for(self, family: str, n: int) -> list[Episode]:
         key = f"{family}:{n}"
         if key not in self.demos:
-            self.demos[key] = planner_demos(train_specs(family, n, start=300_000))
+            self.demos[key] = planner_demos(train_specs(family, n, start=300_000), executor=self.executor)
         return self.demos[key]
 
     def sft(self, families: Sequence[str], demos_per_family: int, updates: int,
@@ -112,7 +115,7 @@ class TrainerService:
         """Roll the current policy out; each episode is kept (and its trace saved) under a rollout id."""
         with self.lock:
             state = self.require_state()
-            episodes = collect(state, specs, per_scene, mode=mode, seed=seed, record=True)
+            episodes = collect(state, specs, per_scene, mode=mode, seed=seed, record=True, executor=self.executor)
             out = []
             for i, ep in enumerate(episodes):
                 # the policy's update count keeps ids of later policies apart (same tag and seed next round)
@@ -237,5 +240,6 @@ class TrainerService:
     def evaluate(self, families: Sequence[str], suites: Sequence[str], n: int, mode: str = "mean") -> list[dict]:
         with self.lock:
             state = self.require_state()
-            return [evaluate(state.policy, f, s, n, critic=state.critic, mode=mode, device=state.device)
+            return [evaluate(state.policy, f, s, n, critic=state.critic, mode=mode, device=state.device,
+                             executor=self.executor)
                     for f in families for s in suites]
