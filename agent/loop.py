@@ -1,11 +1,15 @@
 """The orchestrated co-evolution loop (SPEC §5–8), entirely through MCP tool calls to the four servers.
 
-    seed:   base policy by SFT on planner demos; evaluation before
+    seed:   base policy by SFT on planner demos (or a shared base checkpoint); evaluation before
     round:  allocate → generate (novel / targeted + control / replay) → verify → record → rollouts →
             diagnose (≤ C failures per stratum) → cluster into modes → validate (targeted < control) →
             compile generation + training programs (Text2potential) → route and train (K_Q, K_π) →
             learning progress → evaluation
     end:    evaluation after, memory export, report
+
+Baselines and ablations are the same loop with other switches (`agent.methods.Method`): where environments come
+from, whether the critic, validation, potentials and memory are used, whether the policy is updated. Every method
+gets the same number of accepted (verified) environments per round (`accepted_budget`).
 
 The roles (engine, critic, compiler) run in this process with the chosen backend; everything they touch in the
 simulator, verifier, memory and trainer goes through the hub. Each step is memoized in `RunState`, and memory
@@ -15,13 +19,18 @@ writes use deterministic ids, so `--resume` neither loses nor duplicates records
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import numpy as np
+
 from agent.hub import Hub, ToolError
+from agent.methods import CODA, Method
 from agent.presets import Preset
 from agent.roles.factory import Roles
 from agent.runstate import RunState
@@ -31,6 +40,8 @@ log = logging.getLogger(__name__)
 
 SUITES = ("in", *OOD_SUITES)
 WAIT_S = 45.0
+MAX_DRAWS = 4
+"""a round draws at most this many candidate environments per accepted one before it gives up"""
 
 
 def say(msg: str) -> None:
@@ -38,12 +49,26 @@ def say(msg: str) -> None:
 
 
 class CoEvolution:
-    def __init__(self, hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id: str):
+    """One run of `method`. `base` = {"tag": checkpoint name in the trainer, "eval": its evaluation} starts from a
+    shared base policy instead of training one; `memory_from` is the state.json of the run whose scenes and
+    training programs a `generation="memory"` method reuses; `early_stop` ends the run when no mode is in band."""
+
+    def __init__(self, hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id: str, *,
+                 method: Method = CODA, seed: int = 0, base: dict | None = None, memory_from: Path | None = None,
+                 early_stop: bool = True):
+        if not 0 <= seed <= 9:
+            raise ValueError(f"seed must be in 0..9 (scene seeds of runs must stay apart), got {seed}")
+        if method.generation == "memory" and memory_from is None:
+            raise ValueError(f"method {method.name} reuses another run's memory: give memory_from")
         self.hub, self.roles, self.preset, self.run_id = hub, roles, preset, run_id
+        self.method, self.seed, self.base, self.early_stop = method, seed, base, early_stop
+        self.source = json.loads(Path(memory_from).read_text())["steps"] if memory_from else None
         self.run_dir = Path(run_dir)
         self.state = RunState(self.run_dir)
         self.state.set("preset", preset.to_dict())
         self.state.set("backend", roles.backend)
+        self.state.set("method", method.to_dict())
+        self.state.set("seed", seed)
 
     # --- tool plumbing --------------------------------------------------------------------------
     def call(self, server: str, tool: str, **args):
@@ -67,46 +92,58 @@ class CoEvolution:
 
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> dict:
-        p = self.preset
-        say(f"run {self.run_id}: preset {p.name}, families {', '.join(p.families)}, backend {self.roles.backend}")
+        p, m = self.preset, self.method
+        say(f"run {self.run_id}: method {m.name}, seed {self.seed}, preset {p.name}, families "
+            f"{', '.join(p.families)}, backend {self.roles.backend}")
         t0 = time.perf_counter()
-        self.state.step("seed.sft", lambda: self.job(
-            "train_sft", families=list(p.families), demos_per_family=p.demos_per_family, updates=p.sft_updates))
-        say("base policy trained (SFT on planner demonstrations)")
-        self.state.step("eval.before", self.evaluate)
-        for r in range(p.rounds):
+        if self.base is not None:
+            self.state.step("seed.sft", lambda: {"shared_base": self.base["tag"], **self.call(
+                "trainer", "load_checkpoint", tag=self.base["tag"])})
+            say(f"base policy loaded (shared checkpoint {self.base['tag']})")
+            self.state.step("eval.before", lambda: self.base["eval"])
+        else:
+            self.state.step("seed.sft", lambda: self.job(
+                "train_sft", families=list(p.families), demos_per_family=p.demos_per_family, updates=p.sft_updates))
+            say("base policy trained (SFT on planner demonstrations)")
+            self.state.step("eval.before", lambda: self.evaluate("mean"))
+        for r in range(p.rounds if m.rounds else 0):
             self.round(r)
-            if r > 0 and not self.state.result(f"r{r}.modes")["in_band"]:
+            if self.early_stop and m.critic and r > 0 and not self.state.result(f"r{r}.modes")["in_band"]:
                 say("no mode left in the success band: stopping")
                 break
-        last = [k for k in self.state.data["order"] if k.endswith(".eval")]
-        # the last round's evaluation already measured the final policy
-        self.state.step("eval.after", lambda: self.state.result(last[-1]) if last else self.evaluate())
+        last = [k for k in self.state.data["order"] if k.endswith(".eval")] or ["eval.before"]
+        # the last round's evaluation already measured the final policy (without rounds: the base policy)
+        self.state.step("eval.after", lambda: self.state.result(last[-1]))
         self.state.step("export", lambda: self.call("memory", "export_memory", directory="exports/memory"))
         self.state.set("wall_seconds", self.state.get("wall_seconds", 0.0) + time.perf_counter() - t0)
         self.state.set("mcp_seconds", self.state.get("mcp_seconds", 0.0) + self.hub.overhead_seconds())
         self.save_ledger()
         return self.state.data
 
-    def evaluate(self) -> list[dict]:
+    def evaluate(self, mode: str | None = None) -> list[dict]:
         p = self.preset
-        res = self.job("evaluate", families=list(p.families), suites=list(SUITES), n=p.eval_per_suite)
+        mode = mode or self.method.select
+        res = self.job("evaluate", families=list(p.families), suites=list(SUITES), n=p.eval_per_suite, mode=mode)
         say("evaluation: " + ", ".join(f"{e['family']}/{e['suite']} {e['success_rate']:.2f}" for e in res))
         return res
 
+    def accepted_budget(self, r: int) -> int:
+        """Accepted (verified) environments of round r, the same for every method."""
+        p = self.preset
+        return (p.seed_scenes_per_family if r == 0 else p.targeted_per_family) * len(p.families)
+
     def round(self, r: int) -> None:
-        p, st = self.preset, self.state
-        say(f"round {r + 1}/{p.rounds}")
-        alloc = st.step(f"r{r}.allocate", lambda: self.call(
-            "memory", "allocate_budget", budget=p.budget(), eps_novel=p.eps_novel, eps_replay=p.eps_replay,
-            band_low=p.band[0], band_high=p.band[1], round=r))
+        p, st, m = self.preset, self.state, self.method
+        say(f"round {r + 1}/{p.rounds} ({m.name})")
+        alloc = st.step(f"r{r}.allocate", lambda: self.allocate(r))
         scenes = st.step(f"r{r}.generate", lambda: self.generate(r, alloc))
         ok = [s for s in scenes if s["verified"]]
         say(f"  generated {len(scenes)} scenes, {len(ok)} verified")
         rollouts = st.step(f"r{r}.rollouts", lambda: self.rollouts(r, ok))
         say(f"  {len(rollouts)} rollouts, success {_rate(rollouts):.2f}")
-        diags = st.step(f"r{r}.diagnose", lambda: self.diagnose(r, scenes, rollouts))
-        say(f"  {len(diags)} failures diagnosed into {len({d['mode_id'] for d in diags})} modes")
+        diags = st.step(f"r{r}.diagnose", lambda: self.diagnose(r, scenes, rollouts) if m.critic else [])
+        if m.critic:
+            say(f"  {len(diags)} failures diagnosed into {len({d['mode_id'] for d in diags})} modes")
         verdicts = st.step(f"r{r}.validate", lambda: self.validate(r, scenes, rollouts))
         compiled = st.step(f"r{r}.compile", lambda: self.compile(r, verdicts, scenes, rollouts))
         st.step(f"r{r}.train", lambda: self.train(r, rollouts, compiled))
@@ -115,36 +152,158 @@ class CoEvolution:
         st.step(f"r{r}.eval", self.evaluate)
         self.save_ledger()
 
-    # --- generation -----------------------------------------------------------------------------
+    # --- allocation and generation ----------------------------------------------------------------
+    def allocate(self, r: int) -> dict:
+        """Units per difficulty mode. With generation memory: UCB over every mode in memory (SPEC §5); without:
+        the modes diagnosed in the previous round, evenly (the same novel share, no replay)."""
+        p, m = self.preset, self.method
+        if not m.guided:
+            return {"budget": self.accepted_budget(r), "generation": m.generation}
+        if m.gen_memory:
+            return self.call("memory", "allocate_budget", budget=p.budget(), eps_novel=p.eps_novel,
+                             eps_replay=p.eps_replay, band_low=p.band[0], band_high=p.band[1], round=r)
+        modes = sorted({d["mode_id"] for d in self.state.result(f"r{r - 1}.diagnose")}) if r > 0 else []
+        budget = p.budget()
+        novel = round(p.eps_novel * budget) if modes else budget
+        per_mode = {}
+        for i, mode_id in enumerate(modes):
+            k = (budget - novel) // len(modes) + (1 if i < (budget - novel) % len(modes) else 0)
+            if k:
+                per_mode[mode_id] = k
+        return {"budget": budget, "novel": novel, "replay": 0, "targeted": budget - novel, "per_mode": per_mode,
+                "replay_per_mode": {}, "scores": {}, "visits_recorded": False}
+
     def generate(self, r: int, alloc: dict) -> list[dict]:
-        """Novel seed programs, targeted + control batches per allocated mode, replay variants; all created,
-        verified and recorded. Units of modes without a parent scene go to novel environments."""
-        p, engine = self.preset, self.roles.engine
-        mode_scenes = self.state.get("mode_scenes", {})
-        programs, unused = [], 0
-        for mode_id, k in (alloc["per_mode"] if r > 0 else {}).items():
+        """Candidate environments of the method, created, verified and recorded until the round's accepted budget
+        is reached (at most MAX_DRAWS candidates per accepted environment)."""
+        stream = {"diagnosis": self._guided, "domain_rand": self._domain_rand, "uniform": self._uniform,
+                  "success": self._success_guided, "memory": self._from_memory}[self.method.generation](r, alloc)
+        want = self.accepted_budget(r)
+        if self.method.generation == "memory":
+            want = sum(1 for s in self.source.get(f"r{r}.generate", {}).get("result", []) if s["verified"])
+        out, accepted = [], 0
+        for program, mode_id in stream:
+            if accepted >= want or len(out) >= MAX_DRAWS * max(want, 1):
+                break
+            out.append(self._create(r, program, mode_id))
+            accepted += out[-1]["verified"]
+        return out
+
+    def _novel_seeds(self, r: int) -> Iterator[tuple[str, int]]:
+        """(family, sampler seed) of round r's novel scenes, families in turn."""
+        p = self.preset
+        for i in range(100 * max(1, self.accepted_budget(r))):
+            yield p.families[i % len(p.families)], self._scene_seed(r, i)
+
+    def _novel(self, r: int) -> Iterator:
+        for family, seed in self._novel_seeds(r):
+            yield from ((pr, None) for pr in self.roles.engine.seed_programs(family, 1, start_seed=seed))
+
+    def _scene_seed(self, r: int, i: int) -> int:
+        """Family-sampler seed of the i-th novel scene of round r (seed 0 keeps the seeds of a plain `coda run`)."""
+        return (400_000 + 60_000 * self.seed if self.seed else 0) + 10_000 * (r + 1) + i
+
+    def _guided(self, r: int, alloc: dict) -> Iterator:
+        """Novel seed programs, targeted + control batches per allocated mode, replay variants (SPEC §5). Units of
+        modes without a parent scene go to novel environments; novel ones top the round up to its budget."""
+        engine = self.roles.engine
+        mode_scenes = self._mode_scenes(r)
+        programs = []
+        for mode_id, k in (alloc.get("per_mode", {}) if r > 0 else {}).items():
             parent = self._parent(mode_id, mode_scenes)
             if parent is None or k <= 0:
-                unused += k
                 continue
             mode = self.call("memory", "get_mode", mode_id=mode_id)
-            targeted, control = engine.batches(parent, mode["factor"], mode["phase"], max(1, k // 2), seed=1000 * r)
-            programs += [(pr, mode_id) for pr in targeted + control]
+            targeted, control = engine.batches(parent, mode["factor"], mode["phase"], max(1, k // 2),
+                                               seed=1000 * r + 100_000 * self.seed)
+            for pair in zip(targeted, control, strict=False):  # interleaved: a cut keeps both batches
+                programs += [(pr, mode_id) for pr in pair]
+            programs += [(pr, mode_id) for pr in targeted[len(control):] + control[len(targeted):]]
         for mode_id, k in (alloc.get("replay_per_mode", {}) if r > 0 else {}).items():
             parent = self._parent(mode_id, mode_scenes)
             if parent is None or k <= 0:
-                unused += k
                 continue
             mode = self.call("memory", "get_mode", mode_id=mode_id)
-            made = engine.variants(parent, _scene_factor(mode["factor"]), k, seed=7 * r + 1, batch="replay")
+            made = engine.variants(parent, _scene_factor(mode["factor"]), k, seed=7 * r + 1 + 100_000 * self.seed,
+                                   batch="replay")
             programs += [(pr, mode_id) for pr in made]
-        novel = p.seed_scenes_per_family * len(p.families) if r == 0 else alloc["novel"] + unused
-        if r > 0 and not alloc["per_mode"]:
-            novel = max(novel, alloc["budget"])
-        for i in range(novel):
-            family = p.families[i % len(p.families)]
-            programs += [(pr, None) for pr in engine.seed_programs(family, 1, start_seed=10_000 * (r + 1) + i)]
-        return [self._create(r, pr, mode_id) for pr, mode_id in programs]
+        yield from programs
+        yield from self._novel(r)
+
+    def _mode_scenes(self, r: int) -> dict[str, list[str]]:
+        """Scenes where each mode was diagnosed: all rounds with generation memory, else the previous round only."""
+        if self.method.gen_memory:
+            return self.state.get("mode_scenes", {})
+        out: dict[str, list[str]] = {}
+        for d in self.state.result(f"r{r - 1}.diagnose") if r > 0 else []:
+            out.setdefault(d["mode_id"], [])
+            if d["scene_id"] not in out[d["mode_id"]]:
+                out[d["mode_id"]].append(d["scene_id"])
+        return out
+
+    def _domain_rand(self, r: int, alloc: dict) -> Iterator:
+        """Fresh family scenes, randomized over the hand-specified wide ranges of `agent.methods.DR_RANGES`."""
+        from agent.methods import domain_randomize
+        from agent.roles.engine import program_of
+        from sim.families import sample_spec
+
+        rng = np.random.default_rng([self.seed, r, 17])
+        for family, seed in self._novel_seeds(r):
+            spec = sample_spec(family, seed)
+            yield program_of(domain_randomize(spec, rng), "domain_rand", parent=spec), None
+
+    def _uniform(self, r: int, alloc: dict) -> Iterator:
+        """Round 0: the seed scenes (as every method); later: variants of earlier accepted scenes, one factor drawn
+        uniformly per variant."""
+        if r == 0:
+            yield from self._novel(r)
+            return
+        yield from self._variants_of(r, self._accepted_before(r), "uniform")
+
+    def _success_guided(self, r: int, alloc: dict) -> Iterator:
+        """Variants of the earlier scenes whose measured success rate lies inside the band (uniform factor); novel
+        scenes when no scene is in the band."""
+        if r == 0:
+            yield from self._novel(r)
+            return
+        lo, hi = self.preset.band
+        rates = defaultdict(list)
+        for k in range(r):
+            for x in self.state.result(f"r{k}.rollouts"):
+                rates[x["scene_id"]].append(x["success"])
+        pool = [sid for sid in self._accepted_before(r) if rates.get(sid) and lo <= _mean(rates[sid]) <= hi]
+        self.state.set(f"r{r}.success_pool", pool)
+        if pool:
+            yield from self._variants_of(r, pool, "success")
+        yield from self._novel(r)
+
+    def _variants_of(self, r: int, scene_ids: list[str], batch: str) -> Iterator:
+        from agent.methods import uniform_variant
+        from sim.spec import SceneSpec
+
+        rng = np.random.default_rng([self.seed, r, 29])
+        specs: dict[str, SceneSpec] = {}
+        for _ in range(MAX_DRAWS * self.accepted_budget(r)):
+            sid = scene_ids[int(rng.integers(len(scene_ids)))]
+            if sid not in specs:
+                specs[sid] = SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=sid)["spec"])
+            made = uniform_variant(self.roles.engine, specs[sid], rng, batch=batch)
+            if made is not None:
+                yield made, None
+
+    def _accepted_before(self, r: int) -> list[str]:
+        return list(dict.fromkeys(s["scene_id"] for k in range(r) for s in self.state.result(f"r{k}.generate")
+                                  if s["verified"]))
+
+    def _from_memory(self, r: int, alloc: dict) -> Iterator:
+        """Another run's accepted scenes of round r, recreated from their programs (no new generation)."""
+        from agent.roles.engine import EngineProgram
+
+        for s in self.source.get(f"r{r}.generate", {}).get("result", []):
+            if s["verified"] and s.get("program"):
+                seed = s.get("seed", 0)
+                yield EngineProgram(source=s["program"], seed=seed, family=s["family"], batch=s["batch"],
+                                    parent=s.get("parent")), s["mode_id"]
 
     def _parent(self, mode_id: str, mode_scenes: dict):
         from sim.spec import SceneSpec
@@ -164,26 +323,30 @@ class CoEvolution:
             self.call("memory", "record_scene", scene={
                 "id": rec_id, "family": family, "program": program.source, "verified": False, "round": r,
                 "run_id": self.run_id, "violations": [{"check": "executes", "message": exc.message[:500]}],
-                "batch": batch, "mode_id": mode_id})
-            return {"scene_id": rec_id, "family": family, "batch": batch, "mode_id": mode_id, "verified": False}
+                "batch": _memory_batch(batch), "mode_id": mode_id})
+            return {"scene_id": rec_id, "family": family, "batch": batch, "mode_id": mode_id, "verified": False,
+                    "factor": program.factor, "operator": program.operator}
         scene_id = info["scene_id"]
         report = self.call("verifier", "verify_scene", scene_id=scene_id)
         violations = [{"check": c["name"], "message": c["message"][:500], "objects": c.get("objects", [])}
                       for c in report["checks"] if not c["passed"]]
         self.call("memory", "record_scene", scene={
             "id": scene_id, "family": family, "program": program.source, "spec_hash": scene_id,
-            "verified": report["passed"], "violations": violations, "batch": batch, "mode_id": mode_id,
+            "verified": report["passed"], "violations": violations, "batch": _memory_batch(batch), "mode_id": mode_id,
             "round": r, "run_id": self.run_id})
         return {"scene_id": scene_id, "family": family, "batch": batch, "mode_id": mode_id,
-                "verified": report["passed"], "program": program.source}
+                "verified": report["passed"], "program": program.source, "seed": program.seed,
+                "parent": program.parent, "factor": program.factor, "operator": program.operator}
 
     # --- rollouts and diagnosis -----------------------------------------------------------------
     def rollouts(self, r: int, scenes: list[dict]) -> list[dict]:
         if not scenes:
             return []
         ids = list(dict.fromkeys(s["scene_id"] for s in scenes))
-        result = self.job("collect_rollouts", scene_ids=ids, per_scene=self.preset.rollouts_per_scene, seed=r,
-                          tag=f"r{r}")
+        # the value critic exists after the first training (the base SFT policy has none)
+        mode = "critic" if self.method.select == "critic" and r > 0 else "sample"
+        result = self.job("collect_rollouts", scene_ids=ids, per_scene=self.preset.rollouts_per_scene,
+                          seed=r + 1000 * self.seed, tag=f"r{r}", mode=mode)
         info = {s["scene_id"]: s for s in scenes}
         records = [{"id": x["rollout_id"], "scene_id": x["scene_id"], "policy_id": f"{self.run_id}@r{r}",
                     "success": x["success"], "steps": x["steps"], "episode_return": float(x["success"]),
@@ -197,7 +360,8 @@ class CoEvolution:
             s = info[sid]
             self.call("memory", "record_scene", scene={
                 "id": sid, "family": s["family"], "program": s.get("program", ""), "spec_hash": sid,
-                "verified": True, "batch": s["batch"], "mode_id": s["mode_id"], "round": r, "run_id": self.run_id,
+                "verified": True, "batch": _memory_batch(s["batch"]), "mode_id": s["mode_id"], "round": r,
+                "run_id": self.run_id,
                 "success_rate": sum(outcomes) / len(outcomes), "n_rollouts": len(outcomes)})
         return [{**x, "family": info[x["scene_id"]]["family"], "batch": info[x["scene_id"]]["batch"],
                  "mode_id": info[x["scene_id"]]["mode_id"]} for x in result]
@@ -227,35 +391,43 @@ class CoEvolution:
                 if x["scene_id"] not in mode_scenes[rec["mode_id"]]:
                     mode_scenes[rec["mode_id"]].append(x["scene_id"])
                 out.append({"rollout_id": x["rollout_id"], "scene_id": x["scene_id"], "mode_id": rec["mode_id"],
-                            "factor": d.factor, "phase": d.phase, "cause": d.cause})
+                            "factor": d.factor, "phase": d.phase, "cause": d.cause,
+                            "target_mode": x["mode_id"] if x["batch"] == "targeted" else None})
         self.state.set("mode_scenes", mode_scenes)
         self.save_ledger()
         return out
 
     # --- validation, compilation, training ------------------------------------------------------
     def validate(self, r: int, scenes: list[dict], rollouts: list[dict]) -> dict:
+        """Targeted-vs-control test per mode (validated when targeted success < control success). Without
+        refinement every mode with targeted rollouts counts as validated."""
+        if not self.method.critic:
+            return {}
         by_mode = defaultdict(lambda: {"targeted": [], "control": []})
         for x in rollouts:
             if x["mode_id"] and x["batch"] in ("targeted", "control"):
                 by_mode[x["mode_id"]][x["batch"]].append(x["success"])
         verdicts = {}
         for mode_id, b in by_mode.items():
-            if not b["targeted"] or not b["control"]:
+            if not b["targeted"] or (self.method.refine and not b["control"]):
                 continue
             t, c = _mean(b["targeted"]), _mean(b["control"])
-            status = "validated" if t < c else "refuted"
-            self.call("memory", "set_mode_status", mode_id=mode_id, status=status, round=r,
-                      reason=f"targeted success {t:.2f} vs control {c:.2f}")
+            if self.method.refine:
+                status, reason = ("validated" if t < c else "refuted"), f"targeted success {t:.2f} vs control {c:.2f}"
+            else:
+                status, reason = "validated", f"not tested (no refinement); targeted success {t:.2f}"
+            self.call("memory", "set_mode_status", mode_id=mode_id, status=status, round=r, reason=reason)
             self.call("memory", "update_hardness", mode_id=mode_id, successes=sum(b["targeted"]),
                       n=len(b["targeted"]), round=r, band_low=self.preset.band[0], band_high=self.preset.band[1])
-            verdicts[mode_id] = {"status": status, "targeted": t, "control": c}
+            verdicts[mode_id] = {"status": status, "targeted": t, "control": c, "tested": self.method.refine}
         return verdicts
 
     def compile(self, r: int, verdicts: dict, scenes: list[dict], rollouts: list[dict]) -> dict:
+        """Generation program and training program (Text2potential) per validated mode."""
         from agent.roles.compiler import CompileRequest
         from sim.spec import SceneSpec
 
-        out = {}
+        m, out = self.method, {}
         for mode_id, v in verdicts.items():
             if v["status"] != "validated":
                 continue
@@ -263,7 +435,7 @@ class CoEvolution:
             targeted = [s for s in scenes if s["mode_id"] == mode_id and s["batch"] == "targeted" and s["verified"]]
             if not targeted:
                 continue
-            parent_id = self.state.get("mode_scenes", {}).get(mode_id, [targeted[0]["scene_id"]])[0]
+            parent_id = self._mode_scenes(r).get(mode_id, [targeted[0]["scene_id"]])[0]
             self.call("memory", "put_generation_program", program={
                 "id": f"g-{mode_id}-r{r}", "mode_id": mode_id, "parent_scene_id": parent_id,
                 "factor": _scene_factor(mode["factor"]), "variants": [s["scene_id"] for s in targeted],
@@ -271,7 +443,10 @@ class CoEvolution:
                 "run_id": self.run_id, "roles": ["target"]})
             scene = targeted[0]
             spec = SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=scene["scene_id"])["spec"])
-            diag = _Diag(mode["factor"], mode["phase"], mode["description"])
+            if m.potential == "task":  # the task description alone, not the diagnosis
+                diag = _Diag("task", "other", f"the task: {spec.task.instruction}")
+            else:
+                diag = _Diag(mode["factor"], mode["phase"], mode["description"])
             traces = [x["rollout_id"] for x in rollouts if x["scene_id"] == scene["scene_id"]][:3]
             checks: list[dict] = []
 
@@ -279,13 +454,16 @@ class CoEvolution:
                 """Φ checked by the verifier server on this scene's rollouts and its planner demonstration."""
                 from sim.potential import PotentialReport
 
+                if checks and not m.refine:
+                    raise RuntimeError("no refinement: the compiler's first program did not pass its checks")
                 checks.append(self.call("verifier", "check_potential", source=source, scene_id=scene_id,
                                         trace_ids=traces))
                 return PotentialReport.model_validate({**checks[-1]["report"], "ok": checks[-1]["ok"],
                                                        "errors": checks[-1]["errors"]})
 
+            examples = self._training_examples(mode_id) if m.train_memory else []
             request = CompileRequest(diagnosis=diag, spec=spec, success_rate=v["targeted"], checker=checker,
-                                     has_demo=True)
+                                     has_demo=True, examples=examples)
             try:
                 prog = self.roles.compiler.compile(request)
             except Exception as exc:  # noqa: BLE001 - no training program this round; the mode stays validated
@@ -296,27 +474,81 @@ class CoEvolution:
             self.call("memory", "put_training_program", program={
                 "id": tp_id, "mode_id": mode_id, "phase": prog.phase, "subgoals": prog.subgoals,
                 "potential_code": prog.source, "learning_tool": prog.learning_tool, "round": r,
-                "run_id": self.run_id, "evidence": {"check_passed": check.get("passed"), "targeted": v["targeted"]}})
+                "run_id": self.run_id, "evidence": {"check_passed": check.get("passed"), "targeted": v["targeted"],
+                                                    "source": m.potential}})
             out[mode_id] = {"training_program_id": tp_id, "source": prog.source, "passed": check.get("passed", False),
-                            "learning_tool": prog.learning_tool,
+                            "learning_tool": prog.learning_tool, "parent": scene.get("parent"),
                             "scene_ids": [s["scene_id"] for s in targeted], "family": scene["family"]}
         self.save_ledger()
         return out
 
+    def _training_examples(self, mode_id: str) -> list:
+        from memory_store.schema import TrainingProgram
+
+        try:
+            rows = self.call("memory", "get_training_programs", mode_id=mode_id, limit=3)
+        except ToolError as exc:
+            log.warning("could not retrieve training programs of %s: %s", mode_id, exc.message)
+            return []
+        return [TrainingProgram.model_validate(x) for x in rows or []]
+
     def train(self, r: int, rollouts: list[dict], compiled: dict) -> dict:
-        p = self.preset
+        """K_Q critic + K_π policy updates on this round's rollouts with BC on planner demos of every family (the
+        same for all methods). Shaped by this round's potentials (method.potential) and, with training memory, by
+        the stored potentials of earlier rounds; earlier rollouts in scenes that have a potential are trained on
+        again."""
+        p, m = self.preset, self.method
         if not rollouts:
             return {"skipped": "no rollouts"}
-        potentials, bc_families = {}, set()
+        ids = [x["rollout_id"] for x in rollouts]
+        fresh = self._potentials(compiled)
+        reused: dict[str, str] = {}
+        if m.train_memory and m.potential != "none":
+            library, parent = self._library(r), self._parents(r)
+            earlier = [x for k in range(r) for x in self.state.result(f"r{k}.rollouts")]
+            for x in rollouts + earlier:
+                sid = x["scene_id"]
+                key = sid if sid in library else parent.get(sid)
+                if sid not in fresh and key in library:
+                    reused[sid] = library[key]
+            ids += [x["rollout_id"] for x in earlier if x["scene_id"] in fresh or x["scene_id"] in reused]
+        args = dict(rollout_ids=list(dict.fromkeys(ids)), demo_families=list(p.families),
+                    demos_per_family=max(1, p.demos_per_family // 2), critic_updates=p.critic_updates,
+                    policy_updates=p.policy_updates if m.update_policy else 0, lora=p.lora)
+        try:
+            info = self.job("start_training", potential_programs={**reused, **fresh}, **args)
+        except (RuntimeError, ToolError) as exc:
+            if not reused:
+                raise
+            log.warning("training with remembered potentials failed (%s); again with this round's only", exc)
+            args["rollout_ids"] = [x["rollout_id"] for x in rollouts]
+            info = self.job("start_training", potential_programs=fresh, **args)
+            reused = {}
+        return {**info, "rollouts_used": len(args["rollout_ids"]), "fresh_potentials": len(fresh),
+                "reused_potentials": len(reused), "policy_updates": args["policy_updates"]}
+
+    def _potentials(self, compiled: dict) -> dict[str, str]:
+        """scene id -> potential source for this round's scenes of modes compiled to shaped AWR."""
+        if self.method.potential == "none":
+            return {}
+        out: dict[str, str] = {}
         for c in compiled.values():
-            if c["learning_tool"] == "bc":
-                bc_families.add(c["family"])
-            elif c["learning_tool"] == "awr_shaped" and c["passed"]:
-                potentials.update({sid: c["source"] for sid in c["scene_ids"]})
-        return self.job("start_training", rollout_ids=[x["rollout_id"] for x in rollouts],
-                        potential_programs=potentials, demo_families=sorted(bc_families or set(p.families)),
-                        demos_per_family=max(1, p.demos_per_family // 2), critic_updates=p.critic_updates,
-                        policy_updates=p.policy_updates, lora=p.lora)
+            if c["learning_tool"] == "awr_shaped" and c["passed"]:
+                out.update({sid: c["source"] for sid in c["scene_ids"]})
+        return out
+
+    def _library(self, r: int) -> dict[str, str]:
+        """Training memory: parent scene -> the latest checked shaped potential compiled on one of its variants in
+        rounds before r. A potential names objects, and one-factor variants of a parent keep their names."""
+        lib: dict[str, str] = {}
+        for k in range(r):
+            for c in self.state.result(f"r{k}.compile").values():
+                if c["learning_tool"] == "awr_shaped" and c["passed"] and c.get("parent"):
+                    lib[c["parent"]] = c["source"]
+        return lib
+
+    def _parents(self, r: int) -> dict[str, str | None]:
+        return {s["scene_id"]: s.get("parent") for k in range(r + 1) for s in self.state.result(f"r{k}.generate")}
 
     def progress(self, r: int, verdicts: dict, scenes: list[dict], rollouts: list[dict], compiled: dict) -> dict:
         """Learning progress per mode: success on its targeted scenes before vs after this round's training."""
@@ -328,7 +560,7 @@ class CoEvolution:
             if not ids or not before:
                 continue
             after = self.job("collect_rollouts", scene_ids=ids, per_scene=self.preset.rollouts_per_scene,
-                             mode="sample", seed=r, tag=f"p{r}")
+                             mode="sample", seed=r + 1000 * self.seed, tag=f"p{r}")
             b, a = _mean(before), _rate(after)
             tp = compiled.get(mode_id, {}).get("training_program_id")
             self.call("memory", "update_learning_progress", mode_id=mode_id, before=b, after=a, round=r,
@@ -351,11 +583,16 @@ class _Diag:
         self.evidence_steps, self.state_facts = [], []
 
 
+def _memory_batch(batch: str) -> str:
+    """The memory's batch vocabulary: the baselines' own environments are recorded as novel ones."""
+    return batch if batch in ("seed", "targeted", "control", "novel", "replay") else "novel"
+
+
 def _scene_factor(diagnosis_factor: str) -> str:
     return {"task": "task", "spatial": "layout", "attribute": "attributes", "execution": "layout"}[diagnosis_factor]
 
 
-def _mean(xs) -> float:
+def _mean(xs: Iterable) -> float:
     xs = list(xs)
     return sum(xs) / len(xs) if xs else 0.0
 

@@ -1,0 +1,169 @@
+"""Methods compared in the experiments (SPEC §10): baselines and ablations as switches of the co-evolution loop.
+
+Every method runs the same loop (`agent.loop.CoEvolution`) with the same SDK, policy, budgets and — per round — the
+same number of ACCEPTED (verified) environments; only the switches of its `Method` differ:
+
+    generation     where a round's environments come from
+                   diagnosis:   memory-guided (allocation over difficulty modes, targeted + control batches, replay,
+                                novel seeds; SPEC §5)
+                   domain_rand: fresh family scenes with every object's attributes drawn from wide hand-specified
+                                ranges (`DR_RANGES`) and a resampled layout
+                   uniform:     one-factor variants of earlier scenes, factor and operator drawn uniformly
+                   success:     one-factor variants of the scenes whose measured success lies inside the band
+                                (success rate only: no diagnosis)
+                   memory:      no generation: the accepted scenes of another run (its memory), round by round
+    critic         the failure critic diagnoses failed rollouts into difficulty modes
+    refine         the diagnoses are refined: targeted-vs-control validation decides which modes are compiled, and
+                   the compiler may repair a potential from its check errors (off: every diagnosed mode counts as
+                   validated and the compiler gets one attempt)
+    potential      Text2potential shaping of the round's training: compiled from the diagnosis, from the task
+                   description only ("task"), or none (sparse rewards)
+    gen_memory     modes persist across rounds: UCB allocation over all modes seen, their parent scenes, replay
+                   (off: a round only acts on the previous round's diagnoses, split evenly)
+    train_memory   training programs persist: stored potentials of a mode shape its later scenes and the rollouts of
+                   scenes that have one are trained on again in later rounds (off: this round's rollouts and
+                   programs only)
+    update_policy  policy updates between rounds (off: frozen policy; only the value critic learns)
+    select         action selection when evaluating: the policy mean, or Q-softmax over sampled chunks ("critic")
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from sim import assets
+from sim.asset_types import ArticulatedAsset
+from sim.spec import SceneSpec
+
+GENERATIONS = ("diagnosis", "domain_rand", "uniform", "success", "memory")
+POTENTIALS = ("diagnosis", "task", "none")
+SELECTS = ("mean", "critic")
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    summary: str
+    rounds: bool = True
+    """False: no generation rounds (the base SFT policy is the result)"""
+    generation: str = "diagnosis"
+    critic: bool = True
+    refine: bool = True
+    potential: str = "diagnosis"
+    gen_memory: bool = True
+    train_memory: bool = True
+    update_policy: bool = True
+    select: str = "mean"
+
+    def __post_init__(self):
+        if self.generation not in GENERATIONS:
+            raise ValueError(f"generation must be one of {', '.join(GENERATIONS)}, got {self.generation!r}")
+        if self.potential not in POTENTIALS:
+            raise ValueError(f"potential must be one of {', '.join(POTENTIALS)}, got {self.potential!r}")
+        if self.select not in SELECTS:
+            raise ValueError(f"select must be one of {', '.join(SELECTS)}, got {self.select!r}")
+        if self.potential != "none" and not self.critic:
+            raise ValueError(f"{self.name}: potentials are compiled for diagnosed modes, so they need the critic")
+
+    @property
+    def guided(self) -> bool:
+        """Generation follows the critic's difficulty modes."""
+        return self.generation == "diagnosis"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+_BLIND = dict(critic=False, refine=False, potential="none", gen_memory=False, train_memory=False)
+CODA = Method("coda", "CoDA: memory-guided generation, critic, validation, Text2potential, persistent memory")
+
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("sft", "base policy: SFT on the seed demonstrations only (no rounds)", rounds=False, **_BLIND),
+    Method("domain_rand", "domain randomization over hand-specified wide attribute and layout ranges",
+           generation="domain_rand", **_BLIND),
+    Method("uniform", "uniform one-factor environment variants (no diagnosis guidance)", generation="uniform",
+           **_BLIND),
+    Method("success_guided", "variants of scenes whose success rate lies in the band (success rate only)",
+           generation="success", **_BLIND),
+    Method("no_memory", "critic diagnoses, validation and potentials, but no memory across rounds",
+           gen_memory=False, train_memory=False),
+    CODA,
+    # ablations of CoDA
+    replace(CODA, name="sparse", summary="CoDA with sparse rewards only (no Text2potential shaping)",
+            potential="none"),
+    replace(CODA, name="potential_from_task", summary="CoDA with potentials compiled from the task description, "
+            "not the diagnosis", potential="task"),
+    replace(CODA, name="no_refine", summary="CoDA without refinement (no targeted-vs-control validation, one "
+            "compiler attempt)", refine=False),
+    replace(CODA, name="frozen_critic_select", summary="frozen policy; the value critic learns and selects chunks",
+            update_policy=False, select="critic"),
+    replace(CODA, name="gen_memory_only", summary="CoDA with generation memory only", train_memory=False),
+    replace(CODA, name="train_memory_only", summary="CoDA with training memory only", gen_memory=False),
+    # transfer: another run's memory (scenes and training programs) reused without new generation
+    Method("memory_transfer", "train on another run's accepted scenes and training programs (no generation)",
+           generation="memory", critic=False, refine=False, potential="none", gen_memory=False, train_memory=True),
+)}
+MAIN = ("sft", "domain_rand", "uniform", "success_guided", "no_memory", "coda")
+"""the methods of the main table, in the paper's order"""
+
+
+def get_method(name: str) -> Method:
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; valid methods: {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+# --- domain randomization: hand-specified wide ranges ------------------------------------------------------------
+
+DR_RANGES = {
+    "mass": (0.5, 2.0),  # × the category's mass range: low end × 0.5 … high end × 2.0 (the verifier allows 0.3–3×)
+    "friction": (0.3, 1.5),  # absolute sliding friction
+    "scale": (0.92, 1.08),  # × the instance's size (wider scales mostly collide and fail verification)
+    "damping": (0.5, 5.0),  # × an articulated joint's damping
+}
+"""hand-specified ranges of domain randomization (set once from the SDK's plausibility limits, not tuned)"""
+
+
+def domain_randomize(spec: SceneSpec, rng: np.random.Generator, ranges: dict = DR_RANGES) -> SceneSpec:
+    """`spec` with a resampled layout and every object's mass, friction, scale (and joint damping) drawn from
+    `ranges`. The result may fail verification (e.g. grown objects touching); callers draw again."""
+    from sim.resample import resample
+
+    try:
+        spec = resample(spec, "layout", rng)
+    except ValueError:  # this draw does not fit on the table: keep the family sampler's layout
+        pass
+    objs = []
+    for a in spec.attributes.objects:
+        asset = assets.get_asset(a.asset)
+        cat = assets.get_category(asset.category)
+        upd: dict = {"friction": round(float(rng.uniform(*ranges["friction"])), 4)}
+        if isinstance(asset, ArticulatedAsset):
+            base = a.damping if a.damping is not None else asset.damping
+            upd["damping"] = round(base * float(rng.uniform(*ranges["damping"])), 4)
+        else:
+            lo, hi = cat.mass_range[0] * ranges["mass"][0], cat.mass_range[1] * ranges["mass"][1]
+            upd["mass"] = round(math.exp(rng.uniform(math.log(lo), math.log(hi))), 4)
+            upd["scale"] = round(a.scale * float(rng.uniform(*ranges["scale"])), 3)
+        objs.append(a.model_copy(update=upd))
+    meta = {**spec.meta, "varied": "domain_rand", "operator": "domain_rand"}
+    return spec.model_copy(update={"attributes": spec.attributes.model_copy(update={"objects": tuple(objs)}),
+                                   "meta": meta})
+
+
+UNIFORM_FACTORS = ("task", "layout", "attributes")
+
+
+def uniform_variant(engine, spec: SceneSpec, rng: np.random.Generator, batch: str = "uniform"):
+    """One variant of `spec` along a factor drawn uniformly, with an operator drawn uniformly among that factor's
+    operators (falling back to the others when it does not apply). None when no operator applies."""
+    from agent.roles.variations import OPERATORS
+
+    factor = UNIFORM_FACTORS[int(rng.integers(len(UNIFORM_FACTORS)))]
+    names = list(OPERATORS[factor])
+    ops = tuple(names[i] for i in rng.permutation(len(names)))
+    made = engine.variants(spec, factor, 1, seed=int(rng.integers(2**31)), batch=batch, operators=ops)
+    return made[0] if made else None

@@ -1,0 +1,84 @@
+"""`coda experiment`: methods × seeds at the same accepted-environment budget, resumable cell by cell, with tables.
+
+    coda experiment --methods sft,domain_rand,uniform,success_guided,no_memory,coda,sparse --seeds 3 \\
+        --preset quick --out experiments/quick
+    coda experiment ... --resume          # continue: finished cells are skipped
+    coda experiment --tables --out DIR    # only rewrite DIR/results.md|json and the plot
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from coda.cli import emit
+
+
+def register(sub, name: str) -> None:
+    p = sub.add_parser(name, help="run methods x seeds (resumable cell by cell) and write the results tables")
+    p.add_argument("--methods", default="sft,domain_rand,uniform,success_guided,no_memory,coda",
+                   help="comma-separated methods (see `coda experiment --list`)")
+    p.add_argument("--seeds", type=int, default=3, help="number of seeds (0..N-1)")
+    p.add_argument("--preset", default="quick", help="tiny | quick | paper (with the experiment budget overrides)")
+    p.add_argument("--families", default=None, help="comma-separated subset of families")
+    p.add_argument("--rounds", type=int, default=None, help="override the number of rounds")
+    p.add_argument("--out", default=None, help="experiment directory (required unless --list)")
+    p.add_argument("--resume", action="store_true", help="continue DIR: finished cells are skipped")
+    p.add_argument("--transfer", action="store_true",
+                   help="also run the transfer cells (backbone memory transfer, program transfer across families)")
+    p.add_argument("--transfer-seeds", type=int, default=None, help="seeds of the transfer cells (default: all)")
+    p.add_argument("--threshold-gain", type=float, default=0.05,
+                   help="Text2potential table: threshold = base mean OOD success + this")
+    p.add_argument("--embedder", choices=["minilm", "hashing"], default=None,
+                   help="memory server embedder (hashing: fast, for tests)")
+    p.add_argument("--tables", action="store_true", help="only rewrite the tables of --out from its finished cells")
+    p.add_argument("--list", action="store_true", help="list the methods and their switches")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from agent.experiment import experiment_preset, run_experiment, write_tables
+    from agent.methods import METHODS
+
+    if args.list:
+        rows = {m.name: m.summary for m in METHODS.values()}
+        emit({k: v for k, v in rows.items()} if not args.json else {m: METHODS[m].to_dict() for m in rows},
+             args.json)
+        return 0
+    if not args.out:
+        print("coda experiment: --out DIR is required", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    if args.tables:
+        t = write_tables(out, args.threshold_gain)
+        emit({"results": str(out / "results.md"), "cells": len(t["cells"]), "pending": len(t["pending_cells"])},
+             args.json)
+        return 0
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        print(f"coda experiment: unknown methods {unknown}; valid: {', '.join(METHODS)}", file=sys.stderr)
+        return 2
+    overrides = {}
+    if args.families:
+        overrides["families"] = tuple(f.strip() for f in args.families.split(","))
+    if args.rounds is not None:
+        overrides["rounds"] = args.rounds
+    preset = experiment_preset(args.preset, **overrides)
+    seeds = list(range(args.seeds))
+    transfer_seeds = list(range(args.transfer_seeds)) if args.transfer_seeds is not None else None
+    try:
+        t = run_experiment(out, methods, seeds, preset, resume=args.resume, transfer=args.transfer,
+                           transfer_seeds=transfer_seeds, embedder=args.embedder, threshold_gain=args.threshold_gain,
+                           command="coda " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    except (FileExistsError, ValueError) as exc:
+        print(f"coda experiment: {exc}", file=sys.stderr)
+        return 2
+    summary = {"results": str(out / "results.md"), "cells": len(t["cells"]), "pending": t["pending_cells"],
+               "failed": t.get("failed_cells", [])}
+    summary.update({f"mean_ood[{m}]": (None if v["mean"][0] is None else round(100 * v["mean"][0], 1))
+                    for m, v in t["ood"].items()})
+    emit(summary, args.json)
+    return 1 if t.get("failed_cells") else 0

@@ -1,0 +1,472 @@
+"""Experiment harness: method switches change what the loop does, cells are saved and skipped on resume, tables.
+
+The loop tests run the real sim and memory servers in process with a scripted verifier and trainer (deterministic
+successes: layout variants fail, attribute and task variants succeed, seed scenes by a hash) and scripted critic
+and compiler, so each method runs a few rounds in seconds. The slow test runs `coda experiment` for real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from agent.experiment import (
+    build_tables,
+    cell_name,
+    coverage_entropy,
+    mean_se,
+    run_experiment,
+    summarize,
+    targeting_precision,
+    updates_to_threshold,
+    write_tables,
+)
+from agent.hub import Hub, ServerSpec
+from agent.llm import TokenLedger
+from agent.loop import CoEvolution
+from agent.methods import DR_RANGES, METHODS, get_method
+from agent.presets import get_preset
+from agent.roles.critic import CriticDiagnosis
+from agent.roles.engine import OfflineEngine
+from agent.roles.factory import Roles
+
+REPO = Path(__file__).resolve().parents[2]
+PRESET = get_preset("tiny", rounds=2, rollouts_per_scene=2, seed_scenes_per_family=3, targeted_per_family=4,
+                     eval_per_suite=1)
+POTENTIAL = "def potential(s):\n    return 0.0\n"
+
+
+# --- scripted servers and roles ----------------------------------------------------------------------------------
+
+
+class InProcess(ServerSpec):
+    """A server object connected in process (mcp.Client accepts MCPServer instances)."""
+
+    def __init__(self, name: str, server):
+        super().__init__(name=name)
+        self.server = server
+
+    def target(self):
+        return self.server
+
+
+def fake_verifier():
+    from servers.common import READ_ONLY, new_server, tool
+
+    mcp = new_server("coda-verifier", "scripted")
+
+    @tool(mcp, READ_ONLY)
+    def verify_scene(scene_id: str) -> dict:
+        return {"passed": True, "checks": []}
+
+    @tool(mcp, READ_ONLY)
+    def check_potential(source: str, scene_id: str, trace_ids: list[str] = []) -> dict:  # noqa: B006
+        return {"ok": True, "errors": [], "report": {"subgoals": ["reach"], "learning_tool": "awr_shaped"}}
+
+    return mcp
+
+
+class FakeTrainer:
+    """Trainer tools with scripted outcomes; every call is kept in `calls` as (tool, args)."""
+
+    def __init__(self, run_dir: Path):
+        from servers.scenes import SceneStore
+
+        self.store, self.calls, self.step, self.run_dir = SceneStore(run_dir), [], 0, run_dir
+
+    def success(self, scene_id: str, i: int) -> bool:
+        varied = self.store.spec(scene_id).meta.get("varied")
+        if varied == "layout":
+            return False
+        if varied in ("attributes", "task"):
+            return True
+        return int(hashlib.sha256(f"{scene_id}{i}".encode()).hexdigest(), 16) % 2 == 0
+
+    def server(self):
+        from servers.common import READ_ONLY, WRITES, new_server, tool
+        from servers.jobs import JobManager, register_job_tools
+        from sim.evidence.models import Evidence, TaskFacts
+
+        mcp = new_server("coda-trainer", "scripted")
+        jobs = JobManager(self.run_dir / "jobs" / "fake-trainer")
+        register_job_tools(mcp, jobs)
+
+        def started(kind, fn):
+            return {"job_id": jobs.start(lambda job: fn(), kind=kind), "kind": kind}
+
+        @tool(mcp, WRITES)
+        def load_checkpoint(tag: str) -> dict:
+            self.calls.append(("load_checkpoint", {"tag": tag}))
+            return {"checkpoints": [tag], "current_step": 0, "has_critic": False}
+
+        @tool(mcp, WRITES)
+        def collect_rollouts(scene_ids: list[str], per_scene: int = 1, mode: str = "sample", seed: int = 0,
+                             tag: str = "r") -> dict:
+            self.calls.append(("collect_rollouts", {"scene_ids": scene_ids, "per_scene": per_scene, "mode": mode,
+                                                    "tag": tag}))
+            out = [{"rollout_id": f"{tag}-{self.step}-{seed}-{i:04d}-{sid[:8]}", "scene_id": sid,
+                    "success": self.success(sid, i), "steps": 10}
+                   for i, sid in enumerate(s for s in scene_ids for _ in range(per_scene))]
+            return started("rollouts", lambda: out)
+
+        @tool(mcp, READ_ONLY)
+        def get_rollout_evidence(rollout_id: str) -> dict:
+            ev = Evidence(rollout_id=rollout_id, steps=10, success=False, task=TaskFacts(
+                family="pick_place", instruction="put the mug in the bowl", template="t", template_seen=True,
+                relations=["inside"], relations_seen=True, goals=["inside(mug, bowl)"]))
+            return {"rollout_id": rollout_id, "evidence": ev.model_dump(mode="json")}
+
+        @tool(mcp, WRITES)
+        def start_training(rollout_ids: list[str], potential_programs: dict[str, str] = {},  # noqa: B006
+                           demo_families: list[str] = [], demos_per_family: int = 0,  # noqa: B006
+                           critic_updates: int = 0, policy_updates: int = 0, lora: bool = False) -> dict:
+            self.calls.append(("start_training", {"rollout_ids": rollout_ids, "potentials": potential_programs,
+                                                  "policy_updates": policy_updates,
+                                                  "demo_families": demo_families}))
+            self.step += policy_updates + critic_updates
+            return started("train", lambda: {"updates": policy_updates + critic_updates,
+                                             "shaped_rollouts": len(potential_programs)})
+
+        @tool(mcp, READ_ONLY)
+        def evaluate(families: list[str], suites: list[str], n: int = 1, mode: str = "mean") -> dict:
+            self.calls.append(("evaluate", {"mode": mode}))
+            res = [{"family": f, "suite": s, "n": n, "success_rate": 0.5, "stderr": 0.1, "mean_steps": 10}
+                   for f in families for s in suites]
+            return started("evaluate", lambda: res)
+
+        return mcp
+
+    def of(self, tool: str) -> list[dict]:
+        return [a for t, a in self.calls if t == tool]
+
+
+class ScriptedCritic:
+    def diagnose(self, trace, evidence):
+        return CriticDiagnosis(factor="spatial", phase="grasp",
+                               cause="a crate stands right next to the mug on its grasp side")
+
+
+class ScriptedCompiler:
+    def __init__(self):
+        self.requests = []
+
+    def compile(self, request):
+        self.requests.append(request)
+        request.checker(POTENTIAL)
+        return SimpleNamespace(source=POTENTIAL, phase=request.diagnosis.phase, subgoals=["reach"],
+                               learning_tool="awr_shaped")
+
+
+BASE_EVAL = [{"family": "pick_place", "suite": s, "n": 1, "success_rate": 0.25, "stderr": 0.1, "mean_steps": 10}
+             for s in ("in", "instances", "layouts", "tasks", "categories")]
+
+
+def run_method(tmp_path: Path, method: str, preset=PRESET, seed: int = 0, memory_from: Path | None = None):
+    from memory_store.embed import HashingEmbedder
+    from servers.memory import build_server as memory_server
+    from servers.sim import build_server as sim_server
+
+    run_dir = tmp_path / method
+    run_dir.mkdir(parents=True, exist_ok=True)
+    trainer, compiler = FakeTrainer(run_dir), ScriptedCompiler()
+    specs = [InProcess("sim", sim_server(run_dir)), InProcess("verifier", fake_verifier()),
+             InProcess("memory", memory_server(run_dir, embedder=HashingEmbedder())),
+             InProcess("trainer", trainer.server())]
+    roles = Roles(OfflineEngine(), ScriptedCritic(), compiler, TokenLedger(), "offline")
+    with Hub(specs) as hub:
+        loop = CoEvolution(hub, roles, run_dir, preset, method, method=get_method(method), seed=seed,
+                           base={"tag": "base", "eval": BASE_EVAL}, memory_from=memory_from, early_stop=False)
+        state = loop.run()
+    return SimpleNamespace(state=state, steps=state["steps"], trainer=trainer, compiler=compiler, run_dir=run_dir)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("methods")
+    names = ("sft", "domain_rand", "uniform", "success_guided", "no_memory", "coda", "sparse", "potential_from_task",
+             "no_refine", "frozen_critic_select")
+    return {m: run_method(tmp, m) for m in names}
+
+
+def batches(run, r: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in run.steps[f"r{r}.generate"]["result"]:
+        if s["verified"]:
+            out[s["batch"]] = out.get(s["batch"], 0) + 1
+    return out
+
+
+# --- the methods change what happens -----------------------------------------------------------------------------
+
+
+def test_methods_are_distinct_switch_sets():
+    switches = {m: tuple(v for k, v in METHODS[m].to_dict().items() if k not in ("name", "summary")) for m in METHODS}
+    assert len(set(switches.values())) == len(switches), "two methods with the same switches"
+    with pytest.raises(ValueError, match="unknown method"):
+        get_method("nope")
+
+
+def test_every_generating_method_gets_the_same_accepted_budget(runs):
+    for name, run in runs.items():
+        if name == "sft":
+            continue
+        accepted = [sum(batches(run, r).values()) for r in range(PRESET.rounds)]
+        assert accepted == [3, 4], (name, accepted)
+
+
+def test_sft_has_no_rounds_and_reuses_the_base_evaluation(runs):
+    run = runs["sft"]
+    assert not [k for k in run.steps if k.startswith("r")]
+    assert run.steps["eval.after"]["result"] == BASE_EVAL
+    assert run.trainer.of("load_checkpoint") == [{"tag": "base"}]
+    assert not run.trainer.of("start_training") and not run.trainer.of("evaluate")
+
+
+def test_blind_baselines_generate_their_own_way_without_critic_or_potentials(runs):
+    assert batches(runs["domain_rand"], 0) == {"domain_rand": 3} and batches(runs["domain_rand"], 1) == {"domain_rand": 4}
+    assert batches(runs["uniform"], 0) == {"seed": 3} and batches(runs["uniform"], 1) == {"uniform": 4}
+    pool = runs["success_guided"].state["r1.success_pool"]
+    assert pool, "no seed scene landed in the success band"
+    assert batches(runs["success_guided"], 1) == {"success": 4}
+    for name in ("domain_rand", "uniform", "success_guided"):
+        run = runs[name]
+        assert all(not run.steps[f"r{r}.diagnose"]["result"] for r in range(2)), name
+        assert all(not t["potentials"] for t in run.trainer.of("start_training")), name
+        assert not run.compiler.requests
+
+
+def test_success_guided_varies_only_scenes_inside_the_band(runs):
+    run = runs["success_guided"]
+    rates: dict[str, list] = {}
+    for x in run.steps["r0.rollouts"]["result"]:
+        rates.setdefault(x["scene_id"], []).append(x["success"])
+    assert all(0.1 <= sum(rates[s]) / len(rates[s]) <= 0.9 for s in run.state["r1.success_pool"])
+    parents = {s["parent"] for s in run.steps["r1.generate"]["result"]}
+    assert parents <= set(run.state["r1.success_pool"])
+
+
+def test_domain_randomization_draws_from_the_wide_ranges(runs):
+    from sim.spec import SceneSpec
+
+    run = runs["domain_rand"]
+    frictions = []
+    for s in run.steps["r1.generate"]["result"]:
+        spec = SceneSpec.model_validate_json((run.run_dir / "scenes" / f"{s['scene_id']}.json").read_text())
+        frictions += [a.friction for a in spec.attributes.objects]
+    lo, hi = DR_RANGES["friction"]
+    assert all(lo <= f <= hi for f in frictions) and max(frictions) - min(frictions) > 0.3
+
+
+def test_coda_targets_modes_validates_and_shapes_training(runs):
+    run = runs["coda"]
+    b = batches(run, 1)
+    assert b.get("targeted", 0) >= 1 and b.get("control", 0) >= 1
+    verdicts = run.steps["r1.validate"]["result"]
+    assert verdicts and all(v["status"] == "validated" for v in verdicts.values())  # layout fails, attributes pass
+    trains = run.trainer.of("start_training")
+    assert not trains[0]["potentials"] and trains[1]["potentials"], "round 2 must be shaped by Text2potential"
+    assert all(t["demo_families"] == ["pick_place"] for t in trains)
+
+
+def test_sparse_ablation_differs_from_coda_only_in_shaping(runs):
+    sparse, coda = runs["sparse"], runs["coda"]
+    assert batches(sparse, 1) == batches(coda, 1)
+    assert sparse.steps["r1.compile"]["result"], "sparse still compiles (routing), it only drops the potentials"
+    assert all(not t["potentials"] for t in sparse.trainer.of("start_training"))
+
+
+def test_potential_from_task_compiles_from_the_instruction(runs):
+    req = runs["potential_from_task"].compiler.requests
+    assert req and all(r.diagnosis.factor == "task" and "the task:" in r.diagnosis.cause for r in req)
+    assert all(r.diagnosis.factor == "spatial" for r in runs["coda"].compiler.requests)
+
+
+def test_no_refine_skips_the_control_test(runs):
+    verdicts = runs["no_refine"].steps["r1.validate"]["result"]
+    assert verdicts and all(v["status"] == "validated" and not v["tested"] for v in verdicts.values())
+    assert all(v["tested"] for v in runs["coda"].steps["r1.validate"]["result"].values())
+
+
+def test_frozen_policy_trains_only_the_critic_and_selects_with_it(runs):
+    run = runs["frozen_critic_select"]
+    assert all(t["policy_updates"] == 0 for t in run.trainer.of("start_training"))
+    assert {e["mode"] for e in run.trainer.of("evaluate")} == {"critic"}
+    modes = [c["mode"] for c in run.trainer.of("collect_rollouts") if c["tag"].startswith("r")]
+    assert modes == ["sample", "critic"]  # no critic before the first training
+    summary = summarize(run.state, method="frozen_critic_select", seed=0, backbone="transformer")
+    assert summary["curve"][-1]["policy_updates"] == 0
+
+
+def test_memory_switches_change_allocation_and_training(tmp_path, runs):
+    preset = get_preset("tiny", rounds=3, rollouts_per_scene=2, seed_scenes_per_family=3, targeted_per_family=4,
+                        eval_per_suite=1)
+    coda, nomem = run_method(tmp_path, "coda", preset), run_method(tmp_path, "no_memory", preset)
+    assert coda.steps["r2.allocate"]["result"]["visits_recorded"] is True  # UCB over the memory's modes
+    assert nomem.steps["r2.allocate"]["result"]["visits_recorded"] is False  # last round's diagnoses only
+    assert coda.steps["r2.train"]["result"]["reused_potentials"] > 0
+    assert coda.steps["r2.train"]["result"]["rollouts_used"] > len(coda.steps["r2.rollouts"]["result"])
+    assert nomem.steps["r2.train"]["result"]["reused_potentials"] == 0
+    assert nomem.steps["r2.train"]["result"]["rollouts_used"] == len(nomem.steps["r2.rollouts"]["result"])
+
+
+def test_memory_transfer_replays_another_runs_scenes_without_generation(tmp_path, runs):
+    source = runs["coda"].run_dir / "state.json"
+    run = run_method(tmp_path, "memory_transfer", memory_from=source)
+    for r in range(2):
+        src = [s["scene_id"] for s in runs["coda"].steps[f"r{r}.generate"]["result"] if s["verified"]]
+        assert [s["scene_id"] for s in run.steps[f"r{r}.generate"]["result"]] == src
+    assert not run.compiler.requests and not run.steps["r1.diagnose"]["result"]
+
+
+# --- metrics ---------------------------------------------------------------------------------------------------------
+
+
+def test_metrics_of_a_run(runs):
+    s = summarize(runs["coda"].state, method="coda", seed=0, backbone="transformer")
+    assert s["metrics"]["accepted_per_round"] == [3, 4]
+    assert [c["policy_updates"] for c in s["curve"]] == [0, PRESET.policy_updates, 2 * PRESET.policy_updates]
+    assert s["metrics"]["targeting_precision"] == 1.0  # every targeted (layout) variant failed in its mode
+    assert coverage_entropy([{"verified": True, "family": "a", "batch": "seed"}] * 4) == 0.0
+    two = [{"verified": True, "family": "a", "batch": b} for b in ("x", "y")]
+    assert coverage_entropy(two) == pytest.approx(1.0)
+    assert targeting_precision([], []) is None
+
+
+# --- cells, resume, tables -------------------------------------------------------------------------------------------
+
+
+def fake_cell(out, method, seed, preset, base, *, backbone="transformer", memory_from=None, embedder=None):
+    score = {"sft": 0.1, "uniform": 0.2, "coda": 0.4, "sparse": 0.3}.get(method, 0.15) + 0.01 * seed
+    curve = [{"round": r, "policy_updates": 10 * r, "mean_ood": 0.1 + (score - 0.1) * r / 2, "in_dist": 0.5}
+             for r in range(3)]
+    result = {"cell": cell_name(method, seed, backbone), "method": method, "seed": seed, "backbone": backbone,
+              "ood": {"pick_place": score, "stack": score / 2}, "ood_before": {"pick_place": 0.1, "stack": 0.05},
+              "mean_ood": 0.75 * score, "mean_ood_before": 0.075, "in_dist": 0.5, "curve": curve,
+              "metrics": {"verification_pass_rate": 1.0, "shaped_rollouts": 3 if method == "coda" else 0}}
+    if method == "program_transfer":
+        result = {"cell": cell_name(method, seed), "method": method, "seed": seed, "backbone": backbone,
+                  "conditions": {"pick_place/within": {"lp": 0.2, "envs": 3, "programs": 1},
+                                 "pick_place/cross": {"lp": 0.1, "envs": 3, "programs": 2},
+                                 "pick_place/scratch": {"lp": 0.05, "envs": 3, "programs": 0}}}
+    from agent.experiment import write_json
+
+    write_json(Path(out) / "cells" / f"{result['cell']}.json", result)
+    fake_cell.calls.append(result["cell"])
+    if result["cell"] == fake_cell.crash_at:
+        raise KeyboardInterrupt
+    return result
+
+
+def test_cells_are_saved_as_they_finish_and_skipped_on_resume(tmp_path):
+    out = tmp_path / "exp"
+    fake_cell.calls, fake_cell.crash_at = [], None
+
+    def crashing(*a, **k):
+        if cell_name(a[1], a[2], k.get("backbone", "transformer")) == "coda-s0":
+            raise KeyboardInterrupt  # interrupted before this cell finished
+        return fake_cell(*a, **k)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(out, ["sft", "uniform", "coda"], [0, 1], PRESET, cell_runner=crashing)
+    assert sorted(p.stem for p in (out / "cells").glob("*.json")) == ["sft-s0", "uniform-s0"]
+    with pytest.raises(FileExistsError):
+        run_experiment(out, ["sft", "uniform", "coda"], [0, 1], PRESET, cell_runner=fake_cell)
+    fake_cell.calls = []
+    t = run_experiment(out, ["sft", "uniform", "coda"], [0, 1], PRESET, resume=True, cell_runner=fake_cell)
+    assert fake_cell.calls == ["coda-s0", "sft-s1", "uniform-s1", "coda-s1"]
+    assert t["pending_cells"] == []
+    fake_cell.calls = []
+    run_experiment(out, ["sft", "uniform", "coda"], [0, 1], PRESET, resume=True, cell_runner=fake_cell)
+    assert fake_cell.calls == []
+    log = (out / "progress.log").read_text()
+    assert log.count("done  coda-s0") == 1 and "experiment finished" in log
+    with pytest.raises(ValueError, match="another preset"):
+        run_experiment(out, ["sft"], [0], get_preset("tiny"), resume=True, cell_runner=fake_cell)
+
+
+def test_a_failed_cell_is_logged_and_the_others_still_run(tmp_path):
+    fake_cell.calls, fake_cell.crash_at = [], None
+
+    def flaky(*a, **k):
+        if a[1] == "uniform":
+            raise RuntimeError("trainer job failed")
+        return fake_cell(*a, **k)
+
+    t = run_experiment(tmp_path / "exp", ["sft", "uniform", "coda"], [0], PRESET, cell_runner=flaky)
+    assert t["failed_cells"] == ["uniform-s0"] and t["pending_cells"] == ["uniform-s0"]
+    assert "FAILED uniform-s0" in (tmp_path / "exp" / "progress.log").read_text()
+
+
+def test_tables_have_mean_and_standard_error_over_seeds(tmp_path):
+    fake_cell.calls, fake_cell.crash_at = [], None
+    out = tmp_path / "exp"
+    run_experiment(out, ["sft", "uniform", "coda", "sparse"], [0, 1, 2], PRESET, transfer=True,
+                   transfer_seeds=[0], cell_runner=fake_cell)
+    t = json.loads((out / "results.json").read_text())
+    m, se, n = t["ood"]["coda"]["pick_place"]
+    assert n == 3 and m == pytest.approx(0.41) and se == pytest.approx(mean_se([0.40, 0.41, 0.42])[1])
+    assert t["ood"]["coda"]["mean"][0] > t["ood"]["uniform"]["mean"][0] > t["ood"]["sft"]["mean"][0]
+    md = (out / "results.md").read_text()
+    assert "| coda | 41.0 ± 0.6 |" in md and "pending" in md  # no potential_from_task cells
+    assert (out / "ood_by_method.png").stat().st_size > 1000
+    t2p = t["text2potential"]
+    assert t2p["coda"]["reached"] == 3 and t2p["sparse"]["reached"] == 3
+    assert t2p["fewer_updates_with_potential"] is not None
+    assert t["program_transfer"]["pick_place"]["cross_over_within"] == pytest.approx(0.5)
+    assert "deepsets on transformer CoDA memory" in md
+    # the tables can be rewritten from the cells alone
+    (out / "results.md").unlink()
+    write_tables(out)
+    assert "| coda | 41.0 ± 0.6 |" in (out / "results.md").read_text()
+
+
+def test_updates_to_threshold():
+    cell = {"mean_ood_before": 0.10, "curve": [{"round": 0, "policy_updates": 0, "mean_ood": 0.10},
+                                               {"round": 1, "policy_updates": 120, "mean_ood": 0.12},
+                                               {"round": 2, "policy_updates": 240, "mean_ood": 0.16}]}
+    assert updates_to_threshold(cell, 0.05) == (pytest.approx(0.15), 240)
+    assert updates_to_threshold(cell, 0.10)[1] is None
+    assert build_tables([])["ood"] == {}
+
+
+# --- the real thing --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_coda_experiment_end_to_end_with_kill_and_resume(tmp_path):
+    out = tmp_path / "exp"
+    cmd = [sys.executable, "-m", "coda.cli", "experiment", "--methods", "sft,domain_rand,coda", "--seeds", "1",
+           "--preset", "tiny", "--out", str(out), "--embedder", "hashing", "--json"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and not (out / "cells" / "domain_rand-s0.json").exists():
+        assert proc.poll() is None, "experiment ended before it could be killed"
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    base_meta = (out / "base" / "transformer-s0" / "meta.json").stat().st_mtime
+    done = subprocess.run(cmd + ["--resume"], cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["pending"] == [] and summary["cells"] == 3
+    assert (out / "base" / "transformer-s0" / "meta.json").stat().st_mtime == base_meta  # SFT trained once
+    assert "resuming" not in done.stderr or True
+    assert "cell 1/3" not in done.stderr and "cell 2/3" not in done.stderr  # finished cells skipped
+    md = (out / "results.md").read_text()
+    for m in ("sft", "domain_rand", "coda"):
+        assert f"| {m} |" in md
+    cells = {p.stem: json.loads(p.read_text()) for p in (out / "cells").glob("*.json")}
+    assert cells["domain_rand-s0"]["batches"]["r1"] == {"domain_rand": 3}
+    assert cells["coda-s0"]["metrics"]["accepted_per_round"] == [3, 3]
