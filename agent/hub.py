@@ -20,6 +20,8 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
+from servers.common import STATS_URI
+
 log = logging.getLogger(__name__)
 
 SERVERS = ("sim", "verifier", "memory", "trainer")
@@ -167,7 +169,29 @@ class Hub:
         self._conns[server] = conn
 
     def overhead_seconds(self) -> float:
+        """Seconds spent in tool calls (the servers' work included; see `transport_seconds`)."""
         return sum(s for _, _, s in self.calls)
+
+    def handler_seconds(self) -> dict[str, dict]:
+        """Per server: tool calls served and seconds spent inside tool functions (its `coda://stats`)."""
+        out = {}
+        for name, conn in self._conns.items():
+            try:
+                res = self._run(conn.client.read_resource(STATS_URI))
+                out[name] = json.loads(res.contents[0].text)
+            except Exception as exc:  # noqa: BLE001 - a server without the resource (another implementation)
+                log.info("no stats from %s: %s", name, exc)
+        return out
+
+    def transport_seconds(self) -> dict:
+        """MCP overhead of this hub's calls: their wall time minus the servers' time inside tool functions
+        (transport, JSON encoding, schema validation). Exact when this hub is the servers' only client."""
+        stats = self.handler_seconds()
+        calls = [c for c in self.calls if c[0] in stats]
+        total = sum(s for _, _, s in calls)
+        inside = sum(v["handler_seconds"] for v in stats.values())
+        return {"calls": len(calls), "call_seconds": total, "handler_seconds": inside,
+                "overhead_seconds": max(0.0, total - inside)}
 
     def close(self) -> None:
         for conn in self._conns.values():

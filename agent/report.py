@@ -155,7 +155,8 @@ def write_report(state: dict, run_dir: Path, media: dict[str, bytes] | None = No
         "",
         f"Preset `{state.get('preset', {}).get('name')}`, role backend `{state.get('backend')}`, "
         f"wall time {state.get('wall_seconds', 0) / 60:.1f} min "
-        f"(of which {state.get('mcp_seconds', 0):.0f} s inside tool calls, trainer jobs included).",
+        f"(of which {state.get('mcp_seconds', 0):.0f} s inside tool calls, trainer jobs included)."
+        + _mcp_line(state.get("mcp_overhead")),
         "",
         "## Success before → after (in-distribution and OOD suites)",
         "",
@@ -208,3 +209,10 @@ def image_bytes(content: list) -> bytes | None:
         if getattr(c, "type", "") == "image":
             return base64.b64decode(c.data)
     return None
+
+
+def _mcp_line(mcp: dict | None) -> str:
+    if not mcp or mcp.get("share_of_wall") is None:
+        return ""
+    return (f" MCP overhead (transport, JSON, validation): {mcp['overhead_seconds']:.2f} s over {mcp['calls']} "
+            f"calls = {100 * mcp['share_of_wall']:.2f}% of the wall time.")

@@ -20,6 +20,8 @@ import io
 import json
 import logging
 import re
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +32,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
+
+STATS_URI = "coda://stats"
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +92,35 @@ def error_text(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+class HandlerStats:
+    """Time spent inside this server's tool functions: a client subtracts it from its own call times to get
+    the MCP overhead (transport, JSON, validation). Read through the `coda://stats` resource."""
+
+    def __init__(self) -> None:
+        self.calls, self.seconds = 0, 0.0
+        self._lock = threading.Lock()
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self.calls += 1
+            self.seconds += seconds
+
+    def to_dict(self) -> dict:
+        with self._lock:
+            return {"calls": self.calls, "handler_seconds": self.seconds}
+
+
+_STATS: dict[int, HandlerStats] = {}
+
+
 def new_server(name: str, instructions: str) -> MCPServer:
-    """An MCPServer that logs to stderr at WARNING (stdout belongs to the stdio transport)."""
-    return MCPServer(name, instructions=instructions, log_level="WARNING", version=_version())
+    """An MCPServer that logs to stderr at WARNING (stdout belongs to the stdio transport), with a
+    `coda://stats` resource (tool calls served and seconds spent inside tool functions)."""
+    server = MCPServer(name, instructions=instructions, log_level="WARNING", version=_version())
+    stats = _STATS.setdefault(id(server), HandlerStats())
+    server.resource(STATS_URI, name="stats", description="tool calls served and seconds inside tool functions",
+                    mime_type="application/json")(lambda: json.dumps(stats.to_dict()))
+    return server
 
 
 def _version() -> str:
@@ -105,28 +135,36 @@ def _version() -> str:
 def tool(server: MCPServer, annotations: ToolAnnotations, *, title: str | None = None):
     """Register a typed function as a tool; expected library errors become `is_error` results."""
 
+    stats = _STATS.setdefault(id(server), HandlerStats())
+
     def decorate(fn: Callable) -> Callable:
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def wrapper(*args, **kwargs):
+                t0 = time.perf_counter()
                 try:
                     return await fn(*args, **kwargs)
                 except ToolError:
                     raise
                 except EXPECTED_ERRORS as exc:
                     raise ToolError(error_text(exc)) from exc
+                finally:
+                    stats.add(time.perf_counter() - t0)
 
         else:
 
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
+                t0 = time.perf_counter()
                 try:
                     return fn(*args, **kwargs)
                 except ToolError:
                     raise
                 except EXPECTED_ERRORS as exc:
                     raise ToolError(error_text(exc)) from exc
+                finally:
+                    stats.add(time.perf_counter() - t0)
 
         server.add_tool(wrapper, title=title, annotations=annotations)
         return fn

@@ -27,6 +27,7 @@ from servers.common import (
 )
 from servers.jobs import JobHandle, JobManager, register_job_tools
 from servers.scenes import RENDER_LOCK, SceneStore
+from sim.workers import make_executor
 
 INSTRUCTIONS = """The run's action-chunk policy. Start with train_sft (base policy from planner demonstrations),
 then per round: collect_rollouts on scene_ids from the sim server, get_rollout_evidence for failed rollouts,
@@ -62,9 +63,11 @@ class CheckpointList(BaseModel):
     has_critic: bool
 
 
-def build_server(run_dir: Path, device: str | None = None) -> MCPServer:
-    """The trainer server of `run_dir` (scenes are read from the sim server's store in the same run dir)."""
-    service = TrainerService(run_dir, device=device)
+def build_server(run_dir: Path, device: str | None = None, workers: int = 1, executor: str = "local",
+                 ray_address: str | None = None) -> MCPServer:
+    """The trainer server of `run_dir` (scenes are read from the sim server's store in the same run dir).
+    Demos, rollouts and evaluations simulate on `workers` local processes or Ray actors (`executor`)."""
+    service = TrainerService(run_dir, device=device, executor=make_executor(executor, workers, address=ray_address))
     scenes = SceneStore(run_dir)
     jobs = JobManager(run_dir / "jobs" / "trainer")
     mcp = new_server("coda-trainer", INSTRUCTIONS)

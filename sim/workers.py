@@ -191,6 +191,9 @@ def _worker_main(conn: Connection) -> None:
             msg = conn.recv()
         except (EOFError, OSError):
             return
+        except Exception as exc:  # the request could not be unpickled (e.g. a function this worker cannot import)
+            conn.send(("error", f"cannot read the request: {type(exc).__name__}: {exc}"))
+            continue
         if msg[0] == "close":
             return
         method, args = msg
@@ -206,7 +209,9 @@ class _ProcessHandle(_ShardHandle):
 
     def __init__(self):
         parent, child = socket.socketpair()
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        # the caller's import path (as multiprocessing's spawn passes it), one math thread per worker
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "OMP_NUM_THREADS": "1",
+               "MKL_NUM_THREADS": "1"}
         self.proc = subprocess.Popen([sys.executable, "-m", "sim.workers", str(child.fileno())],
                                      pass_fds=(child.fileno(),), env=env, stdin=subprocess.DEVNULL)
         child.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coda.cli import emit
+from coda.options import add_executor_arguments, executor_from_args
 
 
 def register(sub, name: str) -> None:
@@ -15,6 +16,7 @@ def register(sub, name: str) -> None:
     p.add_argument("--n", type=int, default=30, help="scenes per suite")
     p.add_argument("--mode", default="mean", help="mean (deterministic) | critic (j=8 samples, Q-softmax)")
     p.add_argument("--json", action="store_true")
+    add_executor_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -25,9 +27,8 @@ def run(args) -> int:
 
     state = load_checkpoint(Path(args.policy))
     suites = SUITES if args.suite == "all" else [args.suite]
-    results = [
-        evaluate(state.policy, args.family, s, args.n, critic=state.critic, mode=args.mode, device=state.device)
-        for s in suites
-    ]
+    with executor_from_args(args) as executor:
+        results = [evaluate(state.policy, args.family, s, args.n, critic=state.critic, mode=args.mode,
+                            device=state.device, executor=executor) for s in suites]
     emit(results[0] if len(results) == 1 else {"suites": results}, args.json)
     return 0

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from coda.cli import emit
+from coda.options import add_executor_arguments, executor_argv
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ def register(sub, name: str) -> None:
                    help="use a running server over streamable HTTP instead of starting it (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue runs/NAME from its last completed step")
     p.add_argument("--json", action="store_true")
+    add_executor_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -59,7 +61,8 @@ def run(args) -> int:
     _file_log(run_dir)
     roles = make_roles(args.backend, model=args.model, base_url=args.base_url)
     urls = dict(u.split("=", 1) for u in args.server_url)
-    specs = [ServerSpec(name=s.name, url=urls[s.name]) if s.name in urls else s for s in stdio_specs(run_dir)]
+    specs = [ServerSpec(name=s.name, url=urls[s.name]) if s.name in urls else s for s in stdio_specs(
+        run_dir, extra_args={"trainer": executor_argv(args)})]
     print(f"[coda] starting MCP servers (sim, verifier, memory, trainer) for {run_dir}", file=sys.stderr)
     try:
         with Hub(specs) as hub:
@@ -74,6 +77,9 @@ def run(args) -> int:
                 loop = CoEvolution(hub, roles, run_dir, preset, name)
                 state = loop.run()
                 media = _media(hub, state)
+            # MCP overhead of this session: call wall time minus time inside the servers' tool functions
+            mcp = hub.transport_seconds()
+            state = _record_mcp(run_dir, mcp)
     except (OSError, ToolError) as exc:  # e.g. the disk filled up or the run directory became read-only mid-run
         log.info("run stopped", exc_info=True)  # the traceback goes to run.log, not the terminal
         print(f"[coda] run stopped: {exc}; completed steps are kept in {run_dir / 'state.json'}: fix the cause "
@@ -112,6 +118,15 @@ def _file_log(run_dir: Path) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(min(root.level, logging.INFO))
+
+
+def _record_mcp(run_dir: Path, mcp: dict) -> dict:
+    from agent.runstate import RunState
+
+    rs = RunState(run_dir)
+    wall = rs.get("wall_seconds", 0.0)
+    rs.set("mcp_overhead", {**mcp, "share_of_wall": mcp["overhead_seconds"] / wall if wall else None})
+    return rs.data
 
 
 def _media(hub, state: dict) -> dict[str, bytes]:

@@ -15,6 +15,8 @@ import os
 import sys
 from pathlib import Path
 
+from coda.options import add_executor_arguments
+
 SERVERS: dict[str, str] = {
     "sim": "servers.sim:build_server",
     "verifier": "servers.verifier:build_server",
@@ -70,6 +72,7 @@ def register(sub, name: str) -> None:
                    help="extra Host header accepted by the HTTP transport (repeatable)")
     p.add_argument("--embedder", choices=["minilm", "hashing"], default=None,
                    help="memory server: cause embedder (default minilm; hashing is fast and for tests)")
+    add_executor_arguments(p)  # trainer server: where demos, rollouts and evaluations simulate
     p.set_defaults(func=run)
 
 
@@ -92,6 +95,7 @@ def run(args) -> int:
         from memory_store.embed import HashingEmbedder
 
         embedder = HashingEmbedder()
-    server = build(args.server, run_dir, embedder=embedder)
+    server = build(args.server, run_dir, embedder=embedder, workers=args.workers, executor=args.executor,
+                   ray_address=args.ray_address)
     serve(server, http)
     return 0

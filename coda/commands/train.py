@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from coda.cli import emit
+from coda.options import add_executor_arguments, executor_from_args
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,7 @@ def register(sub, name: str) -> None:
     p.add_argument("--eval", type=int, default=30, help="in-distribution scenes evaluated after training (0 = skip)")
     p.add_argument("--out", required=True, help="checkpoint path (.pt)")
     p.add_argument("--json", action="store_true")
+    add_executor_arguments(p)
     p.set_defaults(func=cmd_sft)
 
     p = cmds.add_parser("awr", help="rounds of own rollouts + chunk critic + advantage-weighted regression")
@@ -42,6 +44,7 @@ def register(sub, name: str) -> None:
     p.add_argument("--eval", type=int, default=30)
     p.add_argument("--out", required=True)
     p.add_argument("--json", action="store_true")
+    add_executor_arguments(p)
     p.set_defaults(func=cmd_awr)
 
 
@@ -57,7 +60,8 @@ def cmd_sft(args) -> int:
     from policy.rollout import planner_demos
 
     t0 = time.perf_counter()
-    demos = planner_demos(train_specs(args.family, args.demos))
+    executor = executor_from_args(args)
+    demos = planner_demos(train_specs(args.family, args.demos), executor=executor)
     pcfg = PolicyConfig(backbone=args.backbone)
     tcfg = TrainConfig(batch_size=args.batch_size, seed=args.seed)
     from policy.train import train_sft
@@ -67,7 +71,7 @@ def cmd_sft(args) -> int:
     path = save_checkpoint(Path(args.out), state)
     result = {"checkpoint": str(path), "family": args.family, "demos": len(demos), **tlog.summary()}
     if args.eval:
-        ev = evaluate(state.policy, args.family, "in", args.eval, device=state.device)
+        ev = evaluate(state.policy, args.family, "in", args.eval, device=state.device, executor=executor)
         result.update({"in_success_rate": ev["success_rate"], "in_stderr": ev["stderr"], "eval_n": ev["n"]})
     result["total_seconds"] = round(time.perf_counter() - t0, 1)
     emit(result, args.json)
@@ -80,31 +84,33 @@ def cmd_awr(args) -> int:
     from policy.improve import awr_round
 
     t0 = time.perf_counter()
+    executor = executor_from_args(args)
     state = load_checkpoint(Path(args.policy))
     demos = None
     if args.demos:
         from policy.rollout import planner_demos
 
-        demos = planner_demos(train_specs(args.family, args.demos, start=200_000))
+        demos = planner_demos(train_specs(args.family, args.demos, start=200_000), executor=executor)
     if args.lora:
         from policy.lora import add_lora
 
         state.policy = add_lora(state.policy)
         state.reset_policy_optimizer()
-    before = evaluate(state.policy, args.family, "in", args.eval, device=state.device) if args.eval else None
+    before = (evaluate(state.policy, args.family, "in", args.eval, device=state.device, executor=executor)
+              if args.eval else None)
     rounds = []
     for r in range(args.rounds):
         specs = train_specs(args.family, args.scenes, start=100_000 + r * args.scenes)
         info = awr_round(state, specs, rollouts_per_scene=args.rollouts, demos=demos,
                          critic_updates=args.critic_updates, policy_updates=args.policy_updates,
-                         seed=args.seed + r, progress=_progress)
+                         seed=args.seed + r, progress=_progress, executor=executor)
         rounds.append(info)
         print(f"round {r + 1}: rollout success {info['rollout_success']:.2f}", file=sys.stderr)
     state.extra.update({"family": args.family, "kind": "awr", "rounds": len(rounds)})
     path = save_checkpoint(Path(args.out), state)
     result = {"checkpoint": str(path), "family": args.family, "rounds": rounds}
     if args.eval:
-        after = evaluate(state.policy, args.family, "in", args.eval, device=state.device)
+        after = evaluate(state.policy, args.family, "in", args.eval, device=state.device, executor=executor)
         result.update({"before": before["success_rate"], "before_stderr": before["stderr"],
                        "after": after["success_rate"], "after_stderr": after["stderr"], "eval_n": after["n"]})
     result["total_seconds"] = round(time.perf_counter() - t0, 1)

@@ -190,3 +190,30 @@ def test_job_cancelled_exception_is_raised_by_check(tmp_path):
     assert issubclass(JobCancelled, Exception)
     jobs.shutdown()
     assert not Path(tmp_path / "jobs").exists()
+
+
+def test_stats_resource_counts_time_inside_tools():
+    import json
+    import time
+
+    from servers.common import READ_ONLY, STATS_URI, new_server, tool
+
+    server = new_server("coda-test", "test")
+
+    @tool(server, READ_ONLY)
+    def nap(seconds: float) -> float:
+        """Sleep."""
+        time.sleep(seconds)
+        return seconds
+
+    async def main():
+        async with Client(server) as c:
+            await ok(c, "nap", {"seconds": 0.05})
+            await err(c, "nap", {"seconds": "long"})  # rejected by validation: never reaches the function
+            await ok(c, "nap", {"seconds": 0.05})
+            res = await c.read_resource(STATS_URI)
+            return json.loads(res.contents[0].text)
+
+    stats = asyncio.run(main())
+    assert stats["calls"] == 2
+    assert 0.1 <= stats["handler_seconds"] < 1.0
