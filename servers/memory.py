@@ -56,9 +56,10 @@ PhaseName = Literal[PHASES]  # type: ignore[valid-type]
 Limit = Annotated[int, Field(description=f"most items returned (≤ {MAX_PAGE})", ge=1, le=MAX_PAGE)]
 
 
-def build_server(run_dir: Path, embedder: Any = None) -> MCPServer:
-    """The memory server over `run_dir/memory` (embedder: None = offline MiniLM, or e.g. HashingEmbedder())."""
-    svc = MemoryService(run_dir, embedder=embedder)
+def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = None) -> MCPServer:
+    """The memory server over `run_dir/memory` or `memory_uri` (a LanceDB URI: a shared path, s3://...);
+    embedder: None = offline MiniLM, or e.g. HashingEmbedder()."""
+    svc = MemoryService(run_dir, embedder=embedder, uri=memory_uri)
     mcp = new_server("coda-memory", INSTRUCTIONS)
 
     @tool(mcp, WRITES_IDEMPOTENT)

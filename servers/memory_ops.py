@@ -121,11 +121,12 @@ def without_vectors(record: Record) -> dict[str, Any]:
 
 
 class MemoryService:
-    """The memory of one run (`run_dir/memory`); one per server process, so one writer."""
+    """The memory of one run (`run_dir/memory`, or any LanceDB URI shared by several machines); one per server
+    process."""
 
-    def __init__(self, run_dir: Path, embedder=None):
+    def __init__(self, run_dir: Path, embedder=None, uri: str | None = None):
         self.run_dir = Path(run_dir).resolve()
-        self.store = MemoryStore.open(self.run_dir / "memory", embedder=embedder)
+        self.store = MemoryStore.open(uri or self.run_dir / "memory", embedder=embedder)
         self._lock = threading.RLock()
         self._indexed = any("embedding" in i.columns for i in self.store.table("diagnoses").list_indices())
 

@@ -31,6 +31,8 @@ def register(sub, name: str) -> None:
                    help="use a running server over streamable HTTP instead of starting it (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue runs/NAME from its last completed step")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--memory-uri", default=None,
+                   help="LanceDB URI of the memory (default RUN_DIR/memory); a path shared by several machines")
     add_executor_arguments(p)
     p.set_defaults(func=run)
 
@@ -62,7 +64,8 @@ def run(args) -> int:
     roles = make_roles(args.backend, model=args.model, base_url=args.base_url)
     urls = dict(u.split("=", 1) for u in args.server_url)
     specs = [ServerSpec(name=s.name, url=urls[s.name]) if s.name in urls else s for s in stdio_specs(
-        run_dir, extra_args={"trainer": executor_argv(args)})]
+        run_dir, extra_args={"trainer": executor_argv(args),
+                  "memory": ["--memory-uri", args.memory_uri] if args.memory_uri else []})]
     print(f"[coda] starting MCP servers (sim, verifier, memory, trainer) for {run_dir}", file=sys.stderr)
     try:
         with Hub(specs) as hub:

@@ -72,6 +72,8 @@ def register(sub, name: str) -> None:
                    help="extra Host header accepted by the HTTP transport (repeatable)")
     p.add_argument("--embedder", choices=["minilm", "hashing"], default=None,
                    help="memory server: cause embedder (default minilm; hashing is fast and for tests)")
+    p.add_argument("--memory-uri", default=None,
+                   help="memory server: LanceDB URI of the store (default RUN_DIR/memory), e.g. a shared path")
     add_executor_arguments(p)  # trainer server: where demos, rollouts and evaluations simulate
     p.set_defaults(func=run)
 
@@ -96,6 +98,6 @@ def run(args) -> int:
 
         embedder = HashingEmbedder()
     server = build(args.server, run_dir, embedder=embedder, workers=args.workers, executor=args.executor,
-                   ray_address=args.ray_address)
+                   ray_address=args.ray_address, memory_uri=args.memory_uri)
     serve(server, http)
     return 0

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from coda.cli import emit
+from coda.options import add_executor_arguments, executor_from_args
 
 
 def register(sub, name: str) -> None:
@@ -22,6 +23,7 @@ def register(sub, name: str) -> None:
     p.add_argument("--n", type=int, default=10, help="number of seed scenes")
     p.add_argument("--seed", type=int, default=0, help="first scene seed")
     p.add_argument("--json", action="store_true")
+    add_executor_arguments(p)
     p.set_defaults(func=cmd_demo)
 
     p = cmds.add_parser("render", help="render a scene program (or a family's seed scene) to PNG")
@@ -45,29 +47,26 @@ def cmd_assets(args) -> int:
     return 0
 
 
-def demo_stats(family: str, n: int, seed: int = 0) -> dict:
-    """Verify n seed scenes of a family and run the planner on the verified ones."""
-    from sim.env import CodaEnv
+def demo_stats(family: str, n: int, seed: int = 0, executor=None) -> dict:
+    """Verify n seed scenes of a family and run the planner on the verified ones (on the executor's workers)."""
     from sim.families import sample_spec
-    from sim.planner import run_planner
-    from sim.verify import verify_spec
+    from sim.workers import SERIAL, planner_run, verify_spec_task
 
+    executor = executor or SERIAL
     t0 = time.perf_counter()
-    verified, solved, steps, failures = 0, 0, [], {}
-    for s in range(seed, seed + n):
-        spec = sample_spec(family, s)
-        report = verify_spec(spec)
-        if not report.passed:
-            for c in report.violations():
-                failures[c.name] = failures.get(c.name, 0) + 1
-            continue
-        verified += 1
-        demo = run_planner(CodaEnv(spec))
-        if demo.success:
-            solved += 1
-            steps.append(demo.steps)
-        else:
-            failures["planner"] = failures.get("planner", 0) + 1
+    specs = [sample_spec(family, s) for s in range(seed, seed + n)]
+    failures: dict[str, int] = {}
+    ok = []
+    for spec, report in zip(specs, executor.map(verify_spec_task, specs), strict=True):
+        if report.passed:
+            ok.append(spec)
+        for c in report.violations():
+            failures[c.name] = failures.get(c.name, 0) + 1
+    runs = executor.map(planner_run, ok)
+    verified, solved = len(ok), sum(r.success for r in runs)
+    steps = [r.steps for r in runs if r.success]
+    if verified > solved:
+        failures["planner"] = verified - solved
     return {
         "family": family,
         "n": n,
@@ -83,7 +82,8 @@ def cmd_demo(args) -> int:
     from sim.constants import FAMILIES
 
     families = FAMILIES if args.family == "all" else [args.family]
-    results = [demo_stats(f, args.n, args.seed) for f in families]
+    with executor_from_args(args) as executor:
+        results = [demo_stats(f, args.n, args.seed, executor) for f in families]
     emit(results[0] if len(results) == 1 else {"families": results}, args.json)
     return 0
 

@@ -185,3 +185,21 @@ def test_malformed_records_name_the_field(server):
             assert (await ok(c, "memory_status", {}))["rows"]["rollouts"] == 0  # still serving, nothing written
 
     run(main())
+
+
+def test_servers_of_two_run_dirs_share_one_memory_uri(tmp_path):
+    """Machines of a cluster point their memory servers at one LanceDB URI (here a shared directory)."""
+    shared = tmp_path / "shared-memory"
+    a = build_server(tmp_path / "a", embedder=HashingEmbedder(), memory_uri=str(shared))
+    b = build_server(tmp_path / "b", embedder=HashingEmbedder(), memory_uri=str(shared))
+    rollout = {"id": "r1", "scene_id": "s" * 16, "policy_id": "p0", "success": True, "steps": 20,
+               "episode_return": 1.0, "seed": 0, "phase_reached": "release"}
+
+    async def main():
+        async with Client(a) as ca, Client(b) as cb:
+            assert (await ok(ca, "record_rollout", {"rollout": rollout}))["inserted"] == 1
+            return await ok(cb, "memory_status", {})
+
+    status = asyncio.run(main())
+    assert status["rows"]["rollouts"] == 1 and status["store"] == str(shared)
+    assert (shared / "rollouts.lance").is_dir() and not (tmp_path / "a" / "memory").exists()
