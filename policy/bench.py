@@ -29,7 +29,7 @@ from sim.constants import (
 
 from .awr import bc_update, critic_update, policy_update, select_chunk
 from .checkpoint import build_train_state
-from .config import BACKBONES, PolicyConfig, TrainConfig
+from .config import BACKBONES, PolicyConfig, TrainConfig, autocast
 from .data import (
     ACTION,
     DONE,
@@ -103,18 +103,27 @@ def _rate(fn, seconds: float, device: torch.device, warmup: int = 3) -> float:
             return calls / elapsed
 
 
-def bench_updates(cfg: PolicyConfig, device: torch.device, batch_size: int, seconds: float) -> dict[str, float]:
-    state = build_train_state(cfg, TrainConfig(batch_size=batch_size), device=device)
+def bench_updates(cfg: PolicyConfig, device: torch.device, batch_size: int, seconds: float,
+                  amp: str = "auto") -> dict[str, float]:
+    state = build_train_state(cfg, TrainConfig(batch_size=batch_size, amp=amp), device=device)
     rng = np.random.default_rng(0)
     batch = to_device(synthetic_transitions(batch_size, rng), device)
     demos = to_device(synthetic_transitions(batch_size, rng), device)
     tc = state.train_config
+
+    def amped(update):  # the training loops' autocast (bf16 on CUDA by default)
+        def run():
+            with autocast(tc, device):
+                update()
+        return run
+
     rates = {
-        "bc_updates_per_s": _rate(lambda: bc_update(state.policy, state.policy_optimizer, demos, tc), seconds, device),
-        "awr_updates_per_s": _rate(lambda: policy_update(state.policy, state.policy_optimizer, batch, state.critic, tc,
-                                                         demos), seconds, device),
-        "critic_updates_per_s": _rate(lambda: critic_update(state.critic, state.critic_target, state.policy,
-                                                            state.critic_optimizer, batch, tc), seconds, device),
+        "bc_updates_per_s": _rate(amped(lambda: bc_update(state.policy, state.policy_optimizer, demos, tc)),
+                                  seconds, device),
+        "awr_updates_per_s": _rate(amped(lambda: policy_update(state.policy, state.policy_optimizer, batch,
+                                                               state.critic, tc, demos)), seconds, device),
+        "critic_updates_per_s": _rate(amped(lambda: critic_update(state.critic, state.critic_target, state.policy,
+                                                                  state.critic_optimizer, batch, tc)), seconds, device),
     }
     return {**rates, "bc_samples_per_s": rates["bc_updates_per_s"] * batch_size}
 
@@ -147,6 +156,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidates", type=int, default=8, help="chunks sampled per decision (j)")
     parser.add_argument("--d-model", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--amp", default="auto", help="auto (bf16 on CUDA) | bf16 | off; 'auto,off' compares both")
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -160,8 +170,11 @@ def run(args: argparse.Namespace) -> dict:
         cfg = PolicyConfig(backbone=backbone, d_model=args.d_model, n_layers=args.layers, n_candidates=args.candidates)
         for name in devices:
             device = torch.device(name)
-            figures = {**bench_updates(cfg, device, args.batch_size, args.seconds),
-                       **bench_inference(cfg, device, args.envs, args.candidates, args.seconds)}
+            figures = bench_inference(cfg, device, args.envs, args.candidates, args.seconds)
+            for amp in [a.strip() for a in args.amp.split(",") if a.strip()]:
+                tag = "" if amp == "auto" else f".amp_{amp}"
+                figures.update({k + tag: v for k, v in bench_updates(cfg, device, args.batch_size, args.seconds,
+                                                                      amp).items()})
             log.info("%s on %s: %s", backbone, name, figures)
             result.update({f"{backbone}.{name}.{k}": round(v, 2) for k, v in figures.items()})
     return result

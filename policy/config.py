@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,7 @@ import torch
 from sim.constants import ACTION_DIM, CHUNK, MAX_OBJECTS, OBJ_DIM, PROPRIO_DIM
 
 BACKBONES = ("transformer", "deepsets")
+AMP_MODES = ("auto", "bf16", "off")
 NEXT_VALUE_MODES = ("mean", "softmax")
 SELECT_MODES = ("softmax_combine", "argmax", "sample")
 
@@ -128,6 +130,8 @@ class TrainConfig:
     """seed of torch, numpy and the replay sampler"""
     device: str = "auto"
     """"auto" (cuda when available, else cpu), "cpu", "cuda" or "cuda:N\""""
+    amp: str = "auto"
+    """mixed precision of updates: "auto" (bf16 autocast on CUDA, off on CPU where it is slower), "bf16", "off\""""
 
     def __post_init__(self) -> None:
         for name in ("lr", "critic_lr", "awr_beta", "awr_weight_clip"):
@@ -144,6 +148,8 @@ class TrainConfig:
             raise ValueError(f"target_tau must be in (0, 1], got {self.target_tau!r}")
         if self.advantage not in ("q", "mc", "mix"):
             raise ValueError(f"advantage must be one of q, mc, mix, got {self.advantage!r}")
+        if self.amp not in AMP_MODES:
+            raise ValueError(f"amp must be one of {', '.join(AMP_MODES)}, got {self.amp!r}")
         if self.next_value not in NEXT_VALUE_MODES:
             raise ValueError(f"next_value must be one of {', '.join(NEXT_VALUE_MODES)}, got {self.next_value!r}")
         if self.device != "auto":
@@ -154,6 +160,12 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def autocast(cfg: TrainConfig, device: torch.device):
+    """The autocast context of one update (bf16 needs no loss scaling; weights and optimizer stay float32)."""
+    on = cfg.amp == "bf16" or (cfg.amp == "auto" and device.type == "cuda")
+    return torch.autocast(device.type, dtype=torch.bfloat16) if on else contextlib.nullcontext()
 
 
 def resolve_device(name: str = "auto") -> torch.device:

@@ -15,7 +15,7 @@ import numpy as np
 from policy.awr import bc_update, critic_update, policy_update
 from policy.buffer import ChunkReplayBuffer
 from policy.checkpoint import TrainState, build_train_state
-from policy.config import PolicyConfig, TrainConfig
+from policy.config import PolicyConfig, TrainConfig, autocast
 from policy.rollout import Episode
 from policy.text import get_embedder
 
@@ -85,7 +85,8 @@ def bc_steps(state: TrainState, buf: ChunkReplayBuffer, updates: int, progress: 
     state.policy.train()
     for i in range(updates):
         batch = buf.sample(cfg.batch_size, state.rng, state.device)
-        out = bc_update(state.policy, state.policy_optimizer, batch, cfg)
+        with autocast(cfg, state.device):
+            out = bc_update(state.policy, state.policy_optimizer, batch, cfg)
         losses.append(float(out["bc_mse"]))
         state.step += 1
         if progress and (i + 1) % max(1, updates // 20) == 0:
@@ -105,14 +106,16 @@ def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplay
     state.policy.train()
     for i in range(critic_updates):
         batch = rollouts.sample(cfg.batch_size, state.rng, state.device)
-        losses.append(float(critic_update(state.critic, state.critic_target, state.policy, state.critic_optimizer,
-                                          batch, cfg)["critic_loss"]))
+        with autocast(cfg, state.device):
+            out = critic_update(state.critic, state.critic_target, state.policy, state.critic_optimizer, batch, cfg)
+        losses.append(float(out["critic_loss"]))
         if progress and (i + 1) % max(1, total // 20) == 0:
             progress(i + 1, total, {"critic_loss": float(np.mean(losses[-20:]))})
     for i in range(policy_updates):
         batch = rollouts.sample(cfg.batch_size, state.rng, state.device)
         demo = demos.sample(cfg.batch_size, state.rng, state.device) if demos is not None and len(demos) else None
-        out = policy_update(state.policy, state.policy_optimizer, batch, state.critic, cfg, demo)
+        with autocast(cfg, state.device):
+            out = policy_update(state.policy, state.policy_optimizer, batch, state.critic, cfg, demo)
         losses.append(float(out["policy_loss"]))
         state.step += 1
         if progress and (critic_updates + i + 1) % max(1, total // 20) == 0:
