@@ -8,6 +8,7 @@ function called directly in-process gives the work itself; overhead = mean round
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import subprocess
 import sys
@@ -23,6 +24,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--calls", type=int, default=300, help="timed calls per transport")
     parser.add_argument("--warmup", type=int, default=20, help="untimed calls first")
     parser.add_argument("--transports", default=",".join(TRANSPORTS), help="comma list of memory, stdio, http")
+    parser.add_argument("--run", action="append", default=[], metavar="RUN_DIR",
+                        help="also report the MCP overhead measured inside a finished `coda run` (repeatable)")
 
 
 def _serve_cmd(run_dir: Path, *extra: str) -> list[str]:
@@ -105,4 +108,17 @@ def run(args) -> dict:
             out[f"{transport}_p95_ms"] = round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 3)
             out[f"{transport}_overhead_ms"] = round(mean - direct, 3)
             out[f"{transport}_first_answer_s"] = round(start, 2)
+    for run_dir in args.run:
+        out.setdefault("runs", {})[run_dir] = run_overhead(Path(run_dir))
     return out
+
+
+def run_overhead(run_dir: Path) -> dict:
+    """The overhead `coda run` measured (hub call time − time inside tool functions) and its share of the run."""
+    state = json.loads((run_dir / "state.json").read_text())
+    mcp = state.get("mcp_overhead")
+    if not mcp:
+        raise SystemExit(f"{run_dir} has no MCP overhead figure (a run finished by this version records one)")
+    return {"preset": state.get("preset", {}).get("name"), "wall_s": round(state.get("wall_seconds", 0.0), 1),
+            "calls": mcp["calls"], "overhead_s": round(mcp["overhead_seconds"], 3),
+            "share_of_wall": round(mcp["share_of_wall"], 5)}
