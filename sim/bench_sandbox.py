@@ -1,24 +1,33 @@
 """Sandbox overhead: verified scenes per second through the warm sandbox pool vs unsandboxed in-process execution.
 
 Both paths verify the same scene programs (the seed scenes of every family, written as programs by
-`sim.scene.to_program`) with the same checks:
+`sim.scene.to_program`) with the same checks, one program after the other from one caller thread:
 
-- sandboxed: `sim.verify.verify_program(source, seed, pool=pool)`: static check, fork of a warm zygote, rlimits,
-  audit hook, restricted builtins, the program and its finalizer in the child, JSON back, then `verify_spec`;
+- sandboxed: `sim.verify.verify_program(source, seed, pool=pool)` with a pool of one zygote: static check, a
+  fresh locked-down child of the zygote (rlimits, audit hook, restricted builtins) runs the program and its
+  finalizer, JSON back, then `verify_spec` in the caller;
 - unsandboxed: `exec` of the compiled program in this process, `sim.scene.finalize_program`, then `verify_spec`.
 
-The two are interleaved program by program (so load on a shared machine hits both alike) and repeated `--rounds`
-times. Also reported: the execution step alone (sandboxed run vs in-process exec + finalize), in ms per program.
+Each round runs every program through one path as a stream (what the data engine or a verifier server does),
+then through the other; the order alternates from round to round (ABBA) so that load on a shared machine hits
+both alike, with a short untimed pause between the blocks. The spec hash of every program must agree between
+the paths. Also reported: the execution step alone (a sandboxed run vs in-process exec + finalize, again as
+streams), and CPU time per scene of each path — the caller's, plus the zygote's and its children's for the
+sandboxed path — because the sandbox keeps part of its work (forking, locking down and warming up the next
+child, tearing down the last one) off the caller's critical path, on another core when one is free.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--programs", type=int, default=20, help="scene programs (seed scenes, families in turn)")
-    parser.add_argument("--rounds", type=int, default=3, help="passes over the programs (interleaved)")
+    parser.add_argument("--rounds", type=int, default=4, help="passes over the programs per path (ABBA order)")
+    parser.add_argument("--no-warmup", action="store_true",
+                        help="standby children skip the trusted warm-up scene (to measure what it saves)")
 
 
 def _programs(n: int) -> list[tuple[str, int]]:
@@ -41,55 +50,90 @@ def _exec_unsandboxed(source: str, seed: int) -> dict:
     return finalize_program(namespace, {})
 
 
+def _cpu_s(zygote_pid: int | None) -> float:
+    """CPU seconds of this process, plus the zygote's and its reaped children's."""
+    total = time.process_time()
+    if zygote_pid is not None:
+        try:
+            with open(f"/proc/{zygote_pid}/stat") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+            total += sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+        except (OSError, ValueError):
+            pass
+    return total
+
+
 def run(args) -> dict:
     from sim.sandbox import SandboxPool
     from sim.verify import verify_program, verify_spec
 
     programs = _programs(args.programs)
+    load_before = os.getloadavg()
     t0 = time.perf_counter()
-    pool = SandboxPool(size=1)
+    pool = SandboxPool(size=1, **({"warmup": None} if args.no_warmup else {}))
     info = pool.worker_info()  # waits for the zygote: imports numpy, MuJoCo and the SDK once
     start_s = time.perf_counter() - t0
+    zygote = info.get("pid")
+
+    def sandboxed(source: str, seed: int):
+        return verify_program(source, seed, pool=pool)
+
+    def unsandboxed(source: str, seed: int):
+        return verify_spec(_exec_unsandboxed(source, seed))
+
+    def sandbox_exec(source: str, seed: int):
+        result = pool.run(source, finalizer="sim.scene:finalize_program", inputs={"globals": {"seed": seed}})
+        assert result.ok, result.error
+        return result
+
+    paths = {"sandboxed": sandboxed, "unsandboxed": unsandboxed, "sandbox_exec": sandbox_exec,
+             "inprocess_exec": _exec_unsandboxed}
+    wall = dict.fromkeys(paths, 0.0)
+    cpu = dict.fromkeys(paths, 0.0)
+    passed = {"sandboxed": 0, "unsandboxed": 0}
+    hashes: dict[str, list] = {"sandboxed": [], "unsandboxed": []}
     try:
-        for source, seed in programs[:2]:  # warm both paths (asset caches, lazy imports)
-            verify_program(source, seed, pool=pool)
-            verify_spec(_exec_unsandboxed(source, seed))
-        times = {"sandboxed": 0.0, "unsandboxed": 0.0, "sandbox_exec": 0.0, "inprocess_exec": 0.0}
-        passed = {"sandboxed": 0, "unsandboxed": 0}
-        mismatched = 0
-        for _ in range(args.rounds):
-            for source, seed in programs:
-                t = time.perf_counter()
-                boxed = verify_program(source, seed, pool=pool)
-                times["sandboxed"] += time.perf_counter() - t
-                t = time.perf_counter()
-                plain = verify_spec(_exec_unsandboxed(source, seed))
-                times["unsandboxed"] += time.perf_counter() - t
-                passed["sandboxed"] += boxed.passed
-                passed["unsandboxed"] += plain.passed
-                mismatched += boxed.spec_hash != plain.spec_hash
-                t = time.perf_counter()
-                result = pool.run(source, finalizer="sim.scene:finalize_program", inputs={"globals": {"seed": seed}})
-                times["sandbox_exec"] += time.perf_counter() - t
-                assert result.ok, result.error
-                t = time.perf_counter()
-                _exec_unsandboxed(source, seed)
-                times["inprocess_exec"] += time.perf_counter() - t
+        for source, seed in programs[:4]:  # warm both paths (asset caches, lazy imports, the standby child)
+            sandboxed(source, seed)
+            unsandboxed(source, seed)
+        for r in range(args.rounds):
+            for pair in (("sandboxed", "unsandboxed"), ("sandbox_exec", "inprocess_exec")):
+                for name in pair if r % 2 == 0 else pair[::-1]:
+                    time.sleep(0.05)  # untimed: the last block's background work settles
+                    run_one = paths[name]
+                    c, t = _cpu_s(zygote), time.perf_counter()
+                    for source, seed in programs:
+                        out = run_one(source, seed)
+                        if name in passed:
+                            passed[name] += out.passed
+                            hashes[name].append(out.spec_hash)
+                    wall[name] += time.perf_counter() - t
+                    cpu[name] += _cpu_s(zygote) - c
     finally:
         pool.close()
     n = len(programs) * args.rounds
-    boxed_rate, plain_rate = n / times["sandboxed"], n / times["unsandboxed"]
+    boxed_rate, plain_rate = n / wall["sandboxed"], n / wall["unsandboxed"]
+    ms = {k: round(v / n * 1000, 2) for k, v in wall.items()}
+    cpu_ms = {k: round(v / n * 1000, 2) for k, v in cpu.items()}
     return {
         "programs": len(programs),
         "verified": n,
         "passed": passed,
-        "spec_mismatches": mismatched,
+        "spec_mismatches": sum(a != b for a, b in zip(hashes["sandboxed"], hashes["unsandboxed"], strict=True)),
+        "load_average_1min": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],  # before, after
+        "warmup": pool.warmup,
         "pool_start_s": round(start_s, 2),
         "zygote_baseline_mb": info.get("baseline_mb"),
         "sandboxed_scenes_per_s": round(boxed_rate, 1),
         "unsandboxed_scenes_per_s": round(plain_rate, 1),
         "sandboxed_over_unsandboxed": round(boxed_rate / plain_rate, 3),
-        "sandbox_exec_ms": round(times["sandbox_exec"] / n * 1000, 2),
-        "inprocess_exec_ms": round(times["inprocess_exec"] / n * 1000, 2),
-        "overhead_ms_per_scene": round((times["sandboxed"] - times["unsandboxed"]) / n * 1000, 2),
+        "sandboxed_ms": ms["sandboxed"],
+        "unsandboxed_ms": ms["unsandboxed"],
+        "overhead_ms_per_scene": round(ms["sandboxed"] - ms["unsandboxed"], 2),
+        "sandbox_exec_ms": ms["sandbox_exec"],
+        "inprocess_exec_ms": ms["inprocess_exec"],
+        "sandboxed_cpu_ms": cpu_ms["sandboxed"],
+        "unsandboxed_cpu_ms": cpu_ms["unsandboxed"],
+        "sandbox_exec_cpu_ms": cpu_ms["sandbox_exec"],
+        "inprocess_exec_cpu_ms": cpu_ms["inprocess_exec"],
     }

@@ -7,7 +7,8 @@ Layers, outermost first:
    ``eval``/``exec``/``open``/``getattr``...; no double-underscore or private attributes; no
    numpy/MuJoCo file helpers). Nothing starts when it fails.
 2. A warm :class:`SandboxPool` of zygote processes (:mod:`sim.sandbox_worker`) that imported numpy,
-   MuJoCo and the SDK once and fork one child per run, with a wall-clock timeout.
+   MuJoCo and the SDK once and fork one child per run, with a wall-clock timeout. The child for the
+   next run is forked, locked down and warmed up while the caller handles the last result.
 3. Inside the child (:mod:`sim.sandbox_child`): rlimits (address space, CPU, file size 0, open
    files, processes, no core), a fresh scratch directory, closed descriptors, an audit hook that
    refuses file writes, reads outside the library directories, processes and sockets, restricted
@@ -25,7 +26,9 @@ After the program ran, a trusted *finalizer* (``"module:function"``, called as
 from __future__ import annotations
 
 import atexit
+import base64
 import json
+import marshal
 import math
 import os
 import queue
@@ -41,7 +44,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from sim.sandbox_policy import find_problems
+from sim.sandbox_policy import check_and_compile, find_problems
 from sim.sandbox_worker import write_message
 
 DEFAULT_ALLOWED: tuple[str, ...] = ("sim", "math", "numpy")
@@ -49,6 +52,9 @@ DEFAULT_ALLOWED: tuple[str, ...] = ("sim", "math", "numpy")
 # asset pool takes ~0.9 s to build and would otherwise be rebuilt in every forked child).
 DEFAULT_PRELOAD: tuple[str, ...] = ("numpy", "numpy.random", "mujoco", "sim", "sim.assets:categories")
 DEFAULT_FINALIZER = "sim.sandbox:collect_result"
+# Trusted scene program that each standby child runs once, locked down, before its request: it
+# takes the copy-on-write page faults of the zygote's heap off the untrusted program's run.
+DEFAULT_WARMUP = "sim.sandbox_child:SCENE_WARMUP"
 ErrorKind = Literal["encoding", "too_large", "syntax", "forbidden", "timeout", "memory", "recursion",
                     "runtime", "output", "crash"]
 
@@ -62,9 +68,11 @@ class SandboxLimits:
     """Resource limits for one sandboxed run."""
 
     timeout_s: float = 10.0
-    """Wall-clock seconds from fork to result; the child is killed with SIGKILL after that."""
+    """Wall-clock seconds from handing the program to its child to the result; the child is
+    killed with SIGKILL after that."""
     cpu_s: int = 10
-    """CPU seconds (RLIMIT_CPU); SIGXCPU at this value, SIGKILL one second later."""
+    """CPU seconds (RLIMIT_CPU) of the child, counted from its fork, so including the few
+    milliseconds of its lock-down and warm-up; SIGXCPU at this value, SIGKILL one second later."""
     memory_mb: int = 1024
     """Address space of the child in MB (RLIMIT_AS), including the ~160 MB that the zygote's
     preloaded Python, numpy, MuJoCo and SDK (with its asset pool) already map; must exceed that
@@ -140,7 +148,7 @@ class _ZygoteGone(Exception):
 class _Zygote:
     """One ``python -m sim.sandbox_worker`` process and its pipes."""
 
-    def __init__(self, preload: tuple[str, ...]) -> None:
+    def __init__(self, preload: tuple[str, ...], warmup: str | None = None) -> None:
         keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "MUJOCO_GL", "PYOPENGL_PLATFORM")
         env = {k: v for k, v in os.environ.items() if k in keep}  # no API keys in the sandbox
         env.update(PYTHONPATH=os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p),
@@ -148,7 +156,8 @@ class _Zygote:
                    OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         self.stderr = tempfile.TemporaryFile()  # read back only to explain a dead zygote
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sim.sandbox_worker", *preload], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "sim.sandbox_worker", *([f"--warmup={warmup}"] if warmup else []),
+             *preload], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.stderr, cwd=_ROOT, env=env,
             start_new_session=True, close_fds=True)
         self.info: dict | None = None
@@ -218,16 +227,22 @@ class SandboxPool:
     """Thread-safe pool of warm zygotes; each :meth:`run` takes one, forks a child, gives it back."""
 
     def __init__(self, size: int = 1, limits: SandboxLimits | None = None,
-                 preload: tuple[str, ...] = DEFAULT_PRELOAD) -> None:
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warmup: str | None = "auto") -> None:
+        """``warmup``: ``"module:NAME"`` of a trusted program (a dict with ``source``, ``finalizer``
+        and ``inputs``) that standby children for that finalizer run once before their request;
+        ``"auto"`` means :data:`DEFAULT_WARMUP` when the SDK (``sim``) is preloaded, None none."""
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"SandboxPool.size must be a positive integer, got {size!r}")
         self.size, self.limits, self.preload = size, limits or SandboxLimits(), tuple(preload)
+        if warmup == "auto":
+            warmup = DEFAULT_WARMUP if "sim" in self.preload else None
+        self.warmup = warmup
         self._owner = os.getpid()
         self._closed = False
         self._lock = threading.Lock()
         self._idle: queue.SimpleQueue[_Zygote] = queue.SimpleQueue()
         for _ in range(size):
-            self._idle.put(_Zygote(self.preload))
+            self._idle.put(_Zygote(self.preload, self.warmup))
 
     @property
     def closed(self) -> bool:
@@ -254,7 +269,8 @@ class SandboxPool:
         return _to_result(response, time.perf_counter() - start)
 
     def _run(self, source, finalizer, inputs, limits, allowed) -> dict:
-        errors = check_source(source, allowed, max_source_bytes=limits.max_source_bytes)
+        problems, code = check_and_compile(source, allowed, limits.max_source_bytes)
+        errors = [SandboxError(**p) for p in problems]
         if errors:
             detail = "\n".join(e.message for e in errors) if len(errors) > 1 else errors[0].detail
             return {"ok": False, "error": errors[0].model_copy(update={"detail": detail}).model_dump()}
@@ -262,8 +278,11 @@ class SandboxPool:
         if problem:
             return _failure("crash", problem)
         text = source.decode("utf-8-sig") if isinstance(source, bytes) else source
-        request = {"source": text, "finalizer": finalizer, "inputs": inputs,
-                   "limits": asdict(limits), "allowed_imports": list(allowed)}
+        # The code object compiled from the checked syntax tree travels along (the child would
+        # otherwise compile the source again, cold, on the critical path); the source is for messages.
+        request = {"source": text, "code": base64.b64encode(marshal.dumps(code)).decode(),
+                   "finalizer": finalizer, "inputs": inputs, "limits": asdict(limits),
+                   "allowed_imports": list(allowed)}
         return self._dispatch(request, limits.timeout_s + _GRACE_S)
 
     def _dispatch(self, request: dict, timeout_s: float) -> dict:
@@ -306,7 +325,7 @@ class SandboxPool:
 
     def _replace(self, zygote: _Zygote) -> _Zygote:
         zygote.close()
-        return _Zygote(self.preload)
+        return _Zygote(self.preload, self.warmup)
 
     def close(self) -> None:
         """Stop all idle zygotes now; busy ones stop when their run ends."""

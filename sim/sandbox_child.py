@@ -1,27 +1,61 @@
 """Child side of the sandbox: the forked process that runs one untrusted program.
 
 The child locks itself down (own session, stdin/stdout/stderr on /dev/null, every descriptor but
-the result pipe closed, scratch working directory, rlimits, an audit hook, process and socket
-functions replaced by ones that refuse, restricted builtins with a guarded ``__import__`` and
-read-only module proxies), runs the program and then the trusted finalizer, and writes
-``nonce + JSON`` on the result pipe. The zygote in :mod:`sim.sandbox_worker` does the rest.
+the result and request pipes closed, scratch working directory, rlimits, an audit hook, process
+and socket functions replaced by ones that refuse, restricted builtins with a guarded
+``__import__`` and read-only module proxies) *before* it reads its request, so that a *standby*
+child can be forked and locked down while the previous program's result is being verified. A
+standby may also run a trusted warm-up program once under the same lock-down (this copies the
+zygote's memory pages that a program touches before the clock starts; without it the copy-on-write
+page faults fall on the program's run). Then it reads one request, runs the untrusted program and
+the trusted finalizer, writes ``nonce + length + JSON`` on the result pipe and exits. A child runs
+at most one untrusted program. The zygote in :mod:`sim.sandbox_worker` does the rest.
 """
 
 from __future__ import annotations
 
+import base64
 import builtins
+import fcntl
+import gc
 import json
+import marshal
 import mmap
 import os
+import random
 import resource
+import select
 import signal
 import sys
-from types import ModuleType
+from types import CodeType, ModuleType
 
 from sim.sandbox_policy import PROGRAM_FILENAME, SAFE_BUILTINS, attribute_problem, import_problem, is_dunder
-from sim.sandbox_worker import EXIT_INTERNAL, EXIT_MEMORY, error, write_all
+from sim.sandbox_worker import EXIT_INTERNAL, EXIT_MEMORY, HEADER, error, read_message, write_all
 
 RESULT_FD = 3
+REQUEST_FD = 4
+
+# Trusted warm-up for standby children that will run scene programs (a seed scene written by
+# sim.scene.to_program, plus one set_attributes call): see the module docstring.
+SCENE_WARMUP = {
+    "finalizer": "sim.scene:finalize_program",
+    "inputs": {"globals": {"seed": 0}},
+    "source": """\
+from sim import Scene, place, on, inside, grasped, lifted, open_fraction, near, upright, stacked
+
+table = 'table'
+scene = Scene(family='pick_place', seed=seed)
+corn = scene.add_object('corn/005', role='target', name='corn')
+plate = scene.add_object('plate/001', role='receptacle', name='plate')
+scene.set_task('place the corn on the plate', success=on(corn, plate) & ~grasped(corn), template='pp_on')
+scene.set_layout(
+    place(corn, on=table, xy=(0.4662, -0.1773), yaw=-0.5597),
+    place(plate, on=table, xy=(0.3692, 0.1847), yaw=0.2756),
+    seed_layout=259,
+)
+scene.set_attributes(corn, mass=0.2, friction=0.9)
+""",
+}
 
 
 class SandboxViolation(PermissionError):
@@ -61,12 +95,30 @@ _NEUTERED = {
 }
 
 
-def run_child(request: dict, finalizer, write_fd: int, nonce: bytes, scratch: str) -> None:
-    """Body of the forked child; always ends the process with ``os._exit``."""
+def run_child(request_fd: int, result_fd: int, nonce: bytes, scratch: str, setup: dict, finalizer,
+              warmup=None) -> None:
+    """Body of a forked child; always ends the process with ``os._exit``.
+
+    ``setup`` (``limits``, ``allowed_imports``, ``finalizer``) is what the child locks itself down
+    for before it reads its one request from ``request_fd``; the zygote only hands it a request
+    with the same setup. ``warmup`` is a trusted program run once, under the
+    lock-down, before the request is read (standby children only): ``(source, inputs)``.
+    """
     code = EXIT_INTERNAL
     try:
-        _isolate(write_fd, scratch)
-        write_all(RESULT_FD, nonce + _execute(request, finalizer, scratch).encode())
+        _isolate(result_fd, request_fd, scratch)
+        locked = _lock_down(setup, scratch)
+        if warmup is not None and not _request_waiting():
+            _warm_up(locked, finalizer, *warmup)
+        request = read_message(REQUEST_FD)
+        if request is not None:  # None: a standby that was discarded, or a zygote that is gone
+            payload = _execute(request, setup, finalizer, locked).encode()
+            write_all(RESULT_FD, nonce + HEADER.pack(len(payload)) + payload)
+            # Wait to be killed: the exit (tearing down this copy of the address space) then
+            # happens after the zygote has answered, not while it does. End of file (the zygote
+            # closed the pipe or died) ends the wait too.
+            while os.read(REQUEST_FD, 4096):
+                pass
         code = 0
     except MemoryError:
         code = EXIT_MEMORY
@@ -76,39 +128,97 @@ def run_child(request: dict, finalizer, write_fd: int, nonce: bytes, scratch: st
         os._exit(code)
 
 
-def _isolate(write_fd: int, scratch: str) -> None:
+def _isolate(result_fd: int, request_fd: int, scratch: str) -> None:
     os.setsid()  # own process group: the zygote kills the whole group on timeout
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (result_fd, request_fd)]
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    if write_fd != RESULT_FD:
-        os.dup2(write_fd, RESULT_FD)
-    os.closerange(RESULT_FD + 1, 1 << 20)  # the zygote's protocol pipes among them
+    os.dup2(high[0], RESULT_FD)
+    os.dup2(high[1], REQUEST_FD)
+    os.closerange(REQUEST_FD + 1, 1 << 20)  # the zygote's protocol pipes among them
     os.chdir(scratch)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past RLIMIT_FSIZE fails with EFBIG
 
 
-def _execute(request: dict, finalizer, scratch: str) -> str:
-    """Run program and finalizer; return the response as JSON text."""
-    limits, inputs = request["limits"], request["inputs"]
-    allowed = tuple(request["allowed_imports"])
-    source = request["source"]
-    violations: list[str] = []
-    _seed_rngs(inputs)
-    program = compile(source, PROGRAM_FILENAME, "exec", dont_inherit=True)
-    namespace = {"__name__": "__program__",
-                 "__builtins__": _restricted_builtins(allowed, violations)}
-    namespace.update(inputs.get("globals") or {})
-    roots = _read_roots(allowed, request["finalizer"], scratch)
+def _request_waiting() -> bool:
+    """True when the request has already arrived (then a warm-up would only delay it)."""
+    return bool(select.select([REQUEST_FD], [], [], 0)[0])
+
+
+class _Locked:
+    """What the lock-down leaves for the run: the restricted builtins and the violations seen."""
+
+    __slots__ = ("builtins", "violations", "ballast")
+
+    def __init__(self, table: dict, violations: list[str], ballast: mmap.mmap) -> None:
+        self.builtins, self.violations, self.ballast = table, violations, ballast
+
+
+_PREPARED: dict[tuple, tuple] = {}
+
+
+def prepare(setup: dict) -> tuple:
+    """The parts of the lock-down that depend only on the allowed imports and the finalizer: the
+    restricted builtins (with the list that collects violations), the read roots and the
+    directories the import system may list. Called in the zygote before it forks, so that every
+    child inherits them (each child has its own copy-on-write copy; the zygote never runs a
+    program, so the list is empty and the module-proxy cache holds only trusted entries)."""
+    key = (tuple(setup["allowed_imports"]), setup["finalizer"])
+    if key not in _PREPARED:
+        if len(_PREPARED) >= 16:
+            _PREPARED.clear()
+        violations: list[str] = []
+        # the import system lists each sys.path directory (not its subdirectories) to find modules
+        listable = frozenset(os.path.realpath(p or ".") for p in sys.path if isinstance(p, str))
+        _PREPARED[key] = (_restricted_builtins(key[0], violations), violations,
+                          _read_roots(key[0], key[1]), listable)
+    return _PREPARED[key]
+
+
+def _lock_down(setup: dict, scratch: str) -> _Locked:
+    """Everything but the program itself: builtins, read roots, neutered functions, rlimits, hook."""
+    table, violations, roots, listable = prepare(setup)
+    roots = (*roots, os.path.realpath(scratch))
     # Address space (not touched memory, so it costs nothing) given back on MemoryError, so that
     # the report can still be written under RLIMIT_AS.
     ballast = mmap.mmap(-1, 16 << 20)
-    hook = _audit_hook(roots, violations)
+    hook = _audit_hook(roots, violations, listable)
     _neuter(violations)
-    _set_limits(limits)
+    _set_limits(setup["limits"])
     sys.addaudithook(hook)  # last: it also refuses setrlimit
+    return _Locked(table, violations, ballast)
+
+
+def _warm_up(locked: _Locked, finalizer, source: str, inputs: dict) -> None:
+    """Run a trusted program once under the lock-down, then forget everything it left behind."""
+    namespace = {"__name__": "__program__", "__builtins__": dict(locked.builtins)}
+    namespace.update(inputs.get("globals") or {})
+    try:
+        _seed_rngs(inputs)
+        exec(compile(source, PROGRAM_FILENAME, "exec", dont_inherit=True), namespace)
+        json.dumps(finalizer(namespace, inputs), allow_nan=False)
+    except Exception:
+        pass  # a warm-up only saves time; the request runs the same way without it
+    namespace.clear()
+    locked.violations.clear()
+    gc.freeze()  # the program's collections need not walk (and copy) what the warm-up left
+
+
+def _execute(request: dict, setup: dict, finalizer, locked: _Locked) -> str:
+    """Run program and finalizer; return the response as JSON text."""
+    if any(request[key] != setup[key] for key in ("limits", "allowed_imports", "finalizer")):
+        return json.dumps(error("crash", "sandbox worker handed a request to a child locked down "
+                                         "for other limits"))
+    limits, inputs = request["limits"], request["inputs"]
+    source = request["source"]
+    violations = locked.violations
+    _seed_rngs(inputs)
+    program = _program_code(request)
+    namespace = {"__name__": "__program__", "__builtins__": locked.builtins}
+    namespace.update(inputs.get("globals") or {})
     phase = "program"
     try:
         exec(program, namespace)
@@ -125,9 +235,20 @@ def _execute(request: dict, finalizer, scratch: str) -> str:
                                               f"is {limits['max_output_bytes']} bytes"))
         return '{"ok": true, "error": null, "value": ' + payload + "}"
     except BaseException as exc:
-        ballast.close()
+        locked.ballast.close()
         namespace.clear()
         return json.dumps(_describe(exc, phase, violations, limits, source))
+
+
+def _program_code(request: dict) -> CodeType:
+    """The code object the caller compiled from the syntax tree it checked (marshalled by the
+    same interpreter), or the source compiled here."""
+    if request.get("code"):
+        program = marshal.loads(base64.b64decode(request["code"]))
+        if not isinstance(program, CodeType):
+            raise TypeError("sandbox request carries no code object")
+        return program
+    return compile(request["source"], PROGRAM_FILENAME, "exec", dont_inherit=True, optimize=0)
 
 
 def _describe(exc: BaseException, phase: str, violations: list[str], limits: dict,
@@ -176,8 +297,6 @@ def _describe(exc: BaseException, phase: str, violations: list[str], limits: dic
 
 
 def _seed_rngs(inputs: dict) -> None:
-    import random
-
     seed = (inputs.get("globals") or {}).get("seed", 0)
     seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
     random.seed(seed)
@@ -259,9 +378,10 @@ def _proxy_factory(allowed: tuple[str, ...], violations: list[str]):
     return proxy
 
 
-def _read_roots(allowed: tuple[str, ...], finalizer: str, scratch: str) -> tuple[str, ...]:
-    """Directories whose files trusted code may still read (lazy imports of library modules)."""
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, scratch}
+def _read_roots(allowed: tuple[str, ...], finalizer: str) -> tuple[str, ...]:
+    """Directories whose files trusted code may still read (lazy imports of library modules);
+    the child adds its scratch directory."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     for name in (*allowed, "mujoco", finalizer.partition(":")[0].partition(".")[0]):
         path = getattr(sys.modules.get(name), "__file__", None)
         if path:
@@ -299,10 +419,7 @@ def _event_problem(event: str, args: tuple, roots: tuple[str, ...], listable: fr
     return None
 
 
-def _audit_hook(roots: tuple[str, ...], violations: list[str]):
-    # the import system lists each sys.path directory (not its subdirectories) to find modules
-    listable = frozenset(os.path.realpath(p or ".") for p in sys.path if isinstance(p, str))
-
+def _audit_hook(roots: tuple[str, ...], violations: list[str], listable: frozenset[str]):
     def hook(event: str, args: tuple) -> None:
         problem = _event_problem(event, args, roots, listable)
         if problem:

@@ -97,13 +97,20 @@ def format_string_problem(text: str) -> str | None:
 
 def find_problems(source: str | bytes, allowed: tuple[str, ...], max_source_bytes: int) -> list[dict]:
     """Problems found without running ``source``, as ``SandboxError`` field dicts; [] if none."""
+    return check_and_compile(source, allowed, max_source_bytes)[0]
+
+
+def check_and_compile(source: str | bytes, allowed: tuple[str, ...],
+                      max_source_bytes: int) -> tuple[list[dict], object | None]:
+    """:func:`find_problems`, and the code object compiled from the checked syntax tree when
+    there are none (so that what runs is exactly what was checked, compiled once)."""
     if isinstance(source, bytes):
         try:
             text = source.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             return [_problem("encoding", (
                 f"program source is not valid UTF-8 (byte 0x{source[exc.start]:02x} at offset "
-                f"{exc.start}); save it as UTF-8"))]
+                f"{exc.start}); save it as UTF-8"))], None
         size = len(source)
     elif isinstance(source, str):
         text = source
@@ -111,28 +118,28 @@ def find_problems(source: str | bytes, allowed: tuple[str, ...], max_source_byte
             size = len(source.encode("utf-8"))
         except UnicodeEncodeError as exc:
             return [_problem("encoding", (
-                f"program source has a character that cannot be UTF-8 encoded at offset {exc.start}"))]
+                f"program source has a character that cannot be UTF-8 encoded at offset {exc.start}"))], None
     else:
-        return [_problem("encoding", f"program source must be str or bytes, not {type(source).__name__}")]
+        return [_problem("encoding", f"program source must be str or bytes, not {type(source).__name__}")], None
     if size > max_source_bytes:
         return [_problem("too_large", (
-            f"program is {size} bytes; the limit is {max_source_bytes} bytes"))]
+            f"program is {size} bytes; the limit is {max_source_bytes} bytes"))], None
     try:
-        tree = ast.parse(text, filename="<program>")
+        tree = ast.parse(text, filename=PROGRAM_FILENAME)
     except SyntaxError as exc:
-        return [_syntax_error(exc)]
+        return [_syntax_error(exc)], None
     except (RecursionError, MemoryError, ValueError):
-        return [_problem("too_large", "program is nested too deeply to parse; simplify it")]
+        return [_problem("too_large", "program is nested too deeply to parse; simplify it")], None
     errors = _Checker(allowed).run(tree)
     if errors:
-        return errors
-    try:
-        compile(tree, "<program>", "exec", dont_inherit=True)  # catches e.g. 'return' outside function
+        return errors, None
+    try:  # also catches e.g. 'return' outside function; optimize=0: asserts stay, as in the zygote
+        code = compile(tree, PROGRAM_FILENAME, "exec", dont_inherit=True, optimize=0)
     except SyntaxError as exc:
-        return [_syntax_error(exc)]
+        return [_syntax_error(exc)], None
     except (RecursionError, MemoryError, ValueError):
-        return [_problem("too_large", "program is nested too deeply to compile; simplify it")]
-    return []
+        return [_problem("too_large", "program is nested too deeply to compile; simplify it")], None
+    return [], code
 
 
 def _syntax_error(exc: SyntaxError) -> dict:
@@ -153,8 +160,19 @@ class _Checker:
         self.errors: list[dict] = []
 
     def run(self, tree: ast.AST) -> list[dict]:
-        for node in ast.walk(tree):  # iterative: deep trees cannot exhaust the stack here
-            self.visit(node)
+        handlers, node_type = _HANDLERS, ast.AST
+        stack = [tree]  # iterative: deep trees cannot exhaust the stack here
+        while stack:
+            node = stack.pop()
+            handler = handlers.get(node.__class__)
+            if handler is not None:
+                handler(self, node)
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if value.__class__ is list:
+                    stack.extend(item for item in value if isinstance(item, node_type))
+                elif isinstance(value, node_type):
+                    stack.append(value)
         unique = {(e["lineno"] or 0, e["message"]): e for e in self.errors}
         return [unique[key] for key in sorted(unique)][:_MAX_ERRORS]
 
@@ -164,39 +182,59 @@ class _Checker:
             message = f"line {line}: {problem}" if line else problem
             self.errors.append(_problem("forbidden", message=message, lineno=line))
 
-    def visit(self, node: ast.AST) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                self.add(node, import_problem(alias.name, self.allowed))
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                self.add(node, "relative imports are not allowed")
-                return
-            self.add(node, import_problem(node.module or "", self.allowed))
-            for alias in node.names:
-                if alias.name != "*":
-                    self.add(node, attribute_problem(alias.name))
-        elif isinstance(node, ast.Name):
-            if node.id in BLOCKED_NAMES and not isinstance(node.ctx, ast.Store):
-                self.add(node, f"use of '{node.id}' is not allowed (no file, process or "
-                               "interpreter access in the sandbox)")
-            elif is_dunder(node.id) and not (node.id == "__name__" and isinstance(node.ctx, ast.Load)):
-                self.add(node, f"name '{node.id}' is not allowed (no double-underscore names)")
-        elif isinstance(node, ast.Attribute):
-            self.add(node, attribute_problem(node.attr))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            special_ok = not isinstance(node, ast.ClassDef) and node.name in DUNDER_DEFS
-            if is_dunder(node.name) and not special_ok:
-                self.add(node, f"defining '{node.name}' is not allowed; allowed special methods: "
-                               f"{', '.join(sorted(DUNDER_DEFS))}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+    # one handler per node type that can break a rule (a dict lookup per node, not a chain of tests)
+
+    def import_(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.add(node, import_problem(alias.name, self.allowed))
+
+    def import_from(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self.add(node, "relative imports are not allowed")
+            return
+        self.add(node, import_problem(node.module or "", self.allowed))
+        for alias in node.names:
+            if alias.name != "*":
+                self.add(node, attribute_problem(alias.name))
+
+    def name(self, node: ast.Name) -> None:
+        if node.id in BLOCKED_NAMES and not isinstance(node.ctx, ast.Store):
+            self.add(node, f"use of '{node.id}' is not allowed (no file, process or "
+                           "interpreter access in the sandbox)")
+        elif is_dunder(node.id) and not (node.id == "__name__" and isinstance(node.ctx, ast.Load)):
+            self.add(node, f"name '{node.id}' is not allowed (no double-underscore names)")
+
+    def attribute(self, node: ast.Attribute) -> None:
+        self.add(node, attribute_problem(node.attr))
+
+    def definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        special_ok = not isinstance(node, ast.ClassDef) and node.name in DUNDER_DEFS
+        if is_dunder(node.name) and not special_ok:
+            self.add(node, f"defining '{node.name}' is not allowed; allowed special methods: "
+                           f"{', '.join(sorted(DUNDER_DEFS))}")
+
+    def constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str):
             self.add(node, format_string_problem(node.value))
-        elif isinstance(node, ast.MatchClass):
-            for attr in node.kwd_attrs:
-                self.add(node, attribute_problem(attr))
+
+    def match_class(self, node: ast.MatchClass) -> None:
+        for attr in node.kwd_attrs:
+            self.add(node, attribute_problem(attr))
+
+    def bound(self, node: ast.AST) -> None:
         for name in _bound_names(node):
             if name and is_dunder(name):
                 self.add(node, f"name '{name}' is not allowed (no double-underscore names)")
+
+
+_HANDLERS = {
+    ast.Import: _Checker.import_, ast.ImportFrom: _Checker.import_from, ast.Name: _Checker.name,
+    ast.Attribute: _Checker.attribute, ast.FunctionDef: _Checker.definition,
+    ast.AsyncFunctionDef: _Checker.definition, ast.ClassDef: _Checker.definition,
+    ast.Constant: _Checker.constant, ast.MatchClass: _Checker.match_class,
+    **dict.fromkeys((ast.arg, ast.alias, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.Global,
+                     ast.Nonlocal, ast.MatchMapping), _Checker.bound),
+}
 
 
 def _bound_names(node: ast.AST) -> list[str | None]:

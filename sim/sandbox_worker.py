@@ -1,19 +1,27 @@
 """Worker side of the sandbox; the public API is :mod:`sim.sandbox`.
 
-``python -m sim.sandbox_worker MODULE[:FUNCTION]...`` runs a *zygote*: it imports the heavy modules
-(and calls the named warm-up functions) once, then
-serves length-prefixed JSON requests on its stdin/stdout. For each request it forks a child that
-locks itself down (rlimits, scratch directory, closed descriptors, an audit hook, neutered process
-and socket functions, restricted builtins), runs the untrusted program and the trusted finalizer,
-and writes the result on a private pipe. The zygote enforces the wall-clock limit, reaps the child
-and classifies how it ended. Forking from this clean, single-threaded process (never from the
-caller, which may hold threads, torch or event loops) is what makes a run cost milliseconds.
+``python -m sim.sandbox_worker [--warmup=MODULE:NAME] MODULE[:FUNCTION]...`` runs a *zygote*: it
+imports the heavy modules (and calls the named warm-up functions) once, then serves
+length-prefixed JSON requests on its stdin/stdout. For each request it hands the program to a
+forked child that locks itself down (rlimits, scratch directory, closed descriptors, an audit
+hook, neutered process and socket functions, restricted builtins), runs the untrusted program and
+the trusted finalizer, and writes the result on a private pipe. The zygote enforces the
+wall-clock limit, kills and reaps the child and classifies how it ended. Forking from this clean,
+single-threaded process (never from the caller, which may hold threads, torch or event loops) is
+what makes a run cost milliseconds.
+
+Off the critical path: after answering, the zygote kills and reaps the used child and forks a
+*standby* child for the next request, locked down for the same limits (and, for scene programs,
+warmed up by one trusted program, ``--warmup``); the caller verifies the previous result
+meanwhile. A request with other limits, imports or finalizer gets a freshly forked child instead.
+Each child runs at most one untrusted program and is killed after its result has arrived.
 
 Only the standard library is imported at module level.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import resource
@@ -27,17 +35,27 @@ import traceback
 
 # --- framing: 8-byte big-endian length, then UTF-8 JSON ---------------------------------------
 
-_HEADER = struct.Struct(">Q")
+HEADER = _HEADER = struct.Struct(">Q")
 MAX_MESSAGE_BYTES = 1 << 30
 
 
 def write_message(fd: int, obj: object) -> None:
-    payload = json.dumps(obj, allow_nan=False).encode()
-    write_all(fd, _HEADER.pack(len(payload)) + payload)
+    write_body(fd, json.dumps(obj, allow_nan=False).encode())
+
+
+def write_body(fd: int, body: bytes) -> None:
+    """Write an already encoded JSON message."""
+    write_all(fd, _HEADER.pack(len(body)) + body)
 
 
 def read_message(fd: int) -> object | None:
     """Read one message; None at a clean end of stream."""
+    body = read_body(fd)
+    return None if body is None else json.loads(body)
+
+
+def read_body(fd: int) -> bytes | None:
+    """Read one message without decoding it; None at a clean end of stream."""
     header = _read_exact(fd, _HEADER.size)
     if header is None:
         return None
@@ -47,7 +65,7 @@ def read_message(fd: int) -> object | None:
     body = _read_exact(fd, size)
     if body is None:
         raise EOFError("stream ended inside a message")
-    return json.loads(body)
+    return body
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -98,6 +116,7 @@ def vm_size_mb() -> float:
 
 def load_finalizer(spec: str):
     """Import the trusted ``module:function`` in the zygote (once) so children inherit it."""
+    global _baseline_mb
     if spec not in _finalizers:
         module_name, sep, attr = spec.partition(":")
         if not sep or not module_name or not attr:
@@ -107,44 +126,172 @@ def load_finalizer(spec: str):
         if not callable(func):
             raise TypeError(f"finalizer {spec!r} is not callable")
         _finalizers[spec] = func
+        _baseline_mb = None  # the import may have grown the address space
     return _finalizers[spec]
 
 
-def handle_request(request: dict) -> dict:
-    """Run one program in a forked child and describe how it ended."""
-    limits = request["limits"]
-    if "sim.sandbox_child" in _preload_errors:
-        return error("crash", "sandbox worker could not import sim.sandbox_child: "
-                              + _preload_errors["sim.sandbox_child"])
-    try:
-        finalizer = load_finalizer(request["finalizer"])
-    except Exception as exc:  # a broken trusted finalizer is a configuration error
-        return error("crash", f"sandbox finalizer {request['finalizer']!r} could not be loaded: {exc}")
-    baseline = vm_size_mb()
-    if limits["memory_mb"] < baseline + 64:
-        return error("memory", f"memory limit of {limits['memory_mb']} MB is below what the sandbox "
-                               f"runtime itself needs (about {baseline + 64:.0f} MB); raise "
-                               "SandboxLimits.memory_mb")
+class _Child:
+    """A forked child: its pid, result pipe (read end), request pipe (write end) and setup."""
+
+    __slots__ = ("pid", "result_fd", "request_fd", "nonce", "setup")
+
+    def __init__(self, pid: int, result_fd: int, request_fd: int | None, nonce: bytes, setup: dict) -> None:
+        self.pid, self.result_fd, self.request_fd = pid, result_fd, request_fd
+        self.nonce, self.setup = nonce, setup
+
+
+_standby: _Child | None = None
+_next_setup: dict | None = None  # setup of the last request that reached a child
+_warmup: tuple | None = None  # (finalizer, source, inputs) of the trusted warm-up program
+_baseline_mb: float | None = None  # address space of this zygote, re-measured when it may grow
+_dying: list[_Child] = []  # killed children not yet reaped
+_delivered: _Child | None = None  # the child whose result is being answered; killed right after
+
+
+def _setup_of(request: dict) -> dict:
+    return {"limits": request["limits"], "allowed_imports": request["allowed_imports"],
+            "finalizer": request["finalizer"]}
+
+
+def _spawn(setup: dict, warm: bool) -> _Child:
+    """Fork a child that locks itself down for ``setup`` and then waits for its request."""
+    finalizer = _finalizers[setup["finalizer"]]
+    warmup = None
+    if warm and _warmup is not None and _warmup[0] == setup["finalizer"]:
+        warmup = _warmup[1:]
+    from sim.sandbox_child import prepare
+
+    prepare(setup)  # built once here, inherited by every child
+    gc.freeze()  # what the zygote made since it started: children's collections leave it alone
     scratch = _scratch_dir()
     nonce = os.urandom(16).hex().encode()
-    read_fd, write_fd = os.pipe()
-    try:
-        pid = os.fork()
-        if pid == 0:  # child: must never return into the zygote's loop
-            try:
-                os.close(read_fd)
-                from sim.sandbox_child import run_child
-
-                run_child(request, finalizer, write_fd, nonce, scratch)
-            finally:
-                os._exit(EXIT_INTERNAL)
-        os.close(write_fd)
+    result_r, result_w = os.pipe()
+    request_r, request_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: must never return into the zygote's loop
         try:
-            return _wait_and_classify(pid, read_fd, nonce, limits)
+            os.close(result_r)
+            os.close(request_w)
+            from sim.sandbox_child import run_child
+
+            run_child(request_r, result_w, nonce, scratch, setup, finalizer, warmup)
         finally:
-            os.close(read_fd)
+            os._exit(EXIT_INTERNAL)
+    os.close(result_w)
+    os.close(request_r)
+    return _Child(pid, result_r, request_w, nonce, setup)
+
+
+def _hand_over(child: _Child, body: bytes) -> bool:
+    """Send the encoded request to the child; False when the child is gone. The pipe stays open:
+    the child waits on it after its result until it is killed (or the pipe closes)."""
+    try:
+        write_body(child.request_fd, body)
+        return True
+    except OSError:  # e.g. a standby killed while it waited
+        return False
+
+
+def _kill(child: _Child) -> None:
+    """Kill the child's process group now; it is reaped later by :func:`_reap_dying`. Its exit
+    runs at idle priority, so that it takes no CPU time from the caller or the zygote."""
+    try:
+        os.sched_setscheduler(child.pid, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for fd in (child.request_fd, child.result_fd):
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    child.request_fd = child.result_fd = None
+    _dying.append(child)
+
+
+def _finish() -> None:
+    """Kill the child that delivered its result (it is only exiting by now)."""
+    global _delivered
+    if _delivered is not None:
+        child, _delivered = _delivered, None
+        _kill(child)
+
+
+def _reap_dying(block: bool = False) -> None:
+    """Reap killed children (``block``: wait for all of them). A killed child's exit, where the
+    kernel tears down its copy of the address space, takes milliseconds; it need not be waited
+    for, as the child ran no untrusted code after its result (or was reaped on the spot)."""
+    for child in list(_dying):
+        try:
+            if os.waitpid(child.pid, 0 if block else os.WNOHANG)[0] == 0:
+                continue
+        except ChildProcessError:
+            pass
+        _dying.remove(child)
+
+
+def _reap_while_idle(in_fd: int) -> None:
+    """Reap the killed children as they end, until the next request arrives."""
+    import select
+
+    poller = select.poll()
+    poller.register(in_fd, select.POLLIN | select.POLLHUP)
+    while _dying and not poller.poll(2):
+        _reap_dying()
+
+
+def handle_request(request: dict, body: bytes | None = None) -> dict | bytes:
+    """Run one program in a (standby or freshly forked) child and describe how it ended: a dict,
+    or the child's own JSON response as bytes. ``body`` is the request as it was encoded."""
+    global _standby, _next_setup, _baseline_mb
+    standby, _standby = _standby, None
+    try:
+        limits = request["limits"]
+        if "sim.sandbox_child" in _preload_errors:
+            return error("crash", "sandbox worker could not import sim.sandbox_child: "
+                                  + _preload_errors["sim.sandbox_child"])
+        try:
+            load_finalizer(request["finalizer"])
+        except Exception as exc:  # a broken trusted finalizer is a configuration error
+            return error("crash", f"sandbox finalizer {request['finalizer']!r} could not be loaded: {exc}")
+        if _baseline_mb is None:
+            _baseline_mb = vm_size_mb()
+        if limits["memory_mb"] < _baseline_mb + 64:
+            return error("memory", f"memory limit of {limits['memory_mb']} MB is below what the sandbox "
+                                   f"runtime itself needs (about {_baseline_mb + 64:.0f} MB); raise "
+                                   "SandboxLimits.memory_mb")
+        if body is None:
+            body = json.dumps(request, allow_nan=False).encode()
+        setup = _setup_of(request)
+        _next_setup = setup
+        child = None
+        if standby is not None and standby.setup == setup:
+            child, standby = standby, None
+            if not _hand_over(child, body):
+                _kill(child)
+                child = None
+        if child is None:
+            if standby is not None:
+                _kill(standby)  # idle, locked down for other limits; reaped after the answer
+                standby = None
+            child = _spawn(setup, warm=False)
+            if not _hand_over(child, body):
+                _kill(child)
+                return error("crash", "sandbox child exited before it received the program")
+        try:
+            return _wait_and_classify(child, limits)
+        except BaseException:
+            if child.result_fd is not None:
+                _kill(child)
+            raise
     finally:
-        _release_scratch(scratch)
+        if standby is not None:
+            _kill(standby)
 
 
 def _scratch_dir() -> str:
@@ -166,13 +313,19 @@ def _release_scratch(path: str) -> None:
     _scratch = None
 
 
-def _wait_and_classify(pid: int, read_fd: int, nonce: bytes, limits: dict) -> dict:
+def _wait_and_classify(child: _Child, limits: dict) -> dict | bytes:
+    """Wait for the result. A child that delivered it is left to :func:`_finish` (after the
+    answer); any other is killed and reaped here, and its end classified."""
     deadline = time.monotonic() + limits["timeout_s"]
-    cap = limits["max_output_bytes"] + len(nonce) + 4096
-    data, reason = _collect(read_fd, deadline, cap)
+    cap = limits["max_output_bytes"] + 4096
+    data, reason = _collect(child.result_fd, deadline, cap, child.nonce)
+    if reason == "complete":
+        global _delivered
+        _delivered = child
+        return data
     status = rusage = None
-    if reason is None:
-        reaped = _reap_until(pid, deadline)
+    if reason is None:  # end of file without a whole result: the child died; how?
+        reaped = _reap_until(child.pid, deadline)
         if reaped is None:
             reason = "timeout"
         else:
@@ -180,32 +333,46 @@ def _wait_and_classify(pid: int, read_fd: int, nonce: bytes, limits: dict) -> di
     if reason is not None:
         for kill in (os.killpg, os.kill):
             try:
-                kill(pid, signal.SIGKILL)
+                kill(child.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        _, status, rusage = os.wait4(pid, 0)
-    return _classify(reason, data, nonce, status, rusage, limits)
+        _, status, rusage = os.wait4(child.pid, 0)
+    for fd in (child.result_fd, child.request_fd):
+        os.close(fd)
+    child.result_fd = child.request_fd = None
+    return _classify(reason, data, status, rusage, limits)
 
 
-def _collect(fd: int, deadline: float, cap: int) -> tuple[bytes, str | None]:
+def _collect(fd: int, deadline: float, cap: int, nonce: bytes) -> tuple[bytes, str | None]:
+    """Read ``nonce + length + JSON``: (JSON, "complete"), or what came and why reading stopped
+    ("timeout", "output", "tampered", or None at end of file)."""
     import select
 
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
-    chunks, size = [], 0
+    buffer = bytearray()
+    head = len(nonce) + HEADER.size
+    need = None
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return b"".join(chunks), "timeout"
+            return bytes(buffer), "timeout"
         if not poller.poll(remaining * 1000):
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            return b"".join(chunks), None
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > cap:
-            return b"".join(chunks), "output"
+            return bytes(buffer), None
+        buffer += chunk
+        if len(buffer) > cap + head:
+            return bytes(buffer), "output"
+        if need is None and len(buffer) >= head:
+            if not buffer.startswith(nonce):
+                return bytes(buffer), "tampered"
+            need = head + HEADER.unpack_from(buffer, len(nonce))[0]
+            if need > cap + head:
+                return bytes(buffer), "output"
+        if need is not None and len(buffer) >= need:
+            return bytes(buffer[head:need]), "complete"
 
 
 def _reap_until(pid: int, deadline: float):
@@ -220,19 +387,14 @@ def _reap_until(pid: int, deadline: float):
         pause = min(pause * 2, 0.01)
 
 
-def _classify(reason, data, nonce, status, rusage, limits) -> dict:
+def _classify(reason, data, status, rusage, limits) -> dict:
     if reason == "timeout":
         return error("timeout", f"program did not finish within {limits['timeout_s']} s; "
                                 "check for infinite loops")
     if reason == "output":
         return error("output", f"program result is larger than the {limits['max_output_bytes']} "
                                "byte limit; return less data")
-    if data:
-        if data.startswith(nonce):
-            try:
-                return json.loads(data[len(nonce):])
-            except ValueError:
-                pass
+    if reason == "tampered" or data:
         return error("forbidden", "program tampered with the sandbox's result channel")
     cpu = rusage.ru_utime + rusage.ru_stime if rusage else 0.0
     if os.WIFSIGNALED(status):
@@ -250,7 +412,8 @@ def _classify(reason, data, nonce, status, rusage, limits) -> dict:
                           "without a result")
 
 
-def _serve(preload: list[str]) -> None:
+def _serve(preload: list[str], warmup: str | None = None) -> None:
+    global _standby
     in_fd, out_fd = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -264,8 +427,11 @@ def _serve(preload: list[str]) -> None:
                 getattr(sys.modules[module_name], func)()
         except BaseException as exc:  # a broken SDK module must not stop the sandbox
             _preload_errors[name] = f"{type(exc).__name__}: {exc}"
-    import gc
-
+    if warmup:
+        try:
+            _load_warmup(warmup)
+        except BaseException as exc:  # runs go on without the warm-up, only slower
+            _preload_errors[f"--warmup={warmup}"] = f"{type(exc).__name__}: {exc}"
     gc.collect()
     gc.freeze()  # children must not touch (and so copy) the preloaded heap when they collect
     threads = 1
@@ -276,21 +442,57 @@ def _serve(preload: list[str]) -> None:
     write_message(out_fd, {"ready": True, "pid": os.getpid(), "preload_errors": _preload_errors,
                            "baseline_mb": round(vm_size_mb(), 1), "threads": threads})
     while True:
-        request = read_message(in_fd)
-        if request is None:
+        if _standby is None and _next_setup is not None:
+            try:  # while the caller verifies the last result
+                _standby = _spawn(_next_setup, warm=True)
+            except Exception:
+                _standby = None  # the next request forks its own child
+        _reap_while_idle(in_fd)
+        body = read_body(in_fd)
+        if body is None:
+            if _standby is not None:
+                _kill(_standby)
+                _standby = None
+            _reap_dying(block=True)
             if _scratch is not None:
                 shutil.rmtree(_scratch, ignore_errors=True)
             return
         try:
-            response = handle_request(request)
+            response = handle_request(json.loads(body), body)
         except Exception as exc:
             response = error("crash", f"sandbox worker failed: {type(exc).__name__}: {exc}",
                              detail="".join(traceback.format_exc(limit=-4))[-2000:])
-        write_message(out_fd, response)
+        if isinstance(response, bytes):
+            write_body(out_fd, response)  # the child's own JSON (behind the nonce it was given)
+        else:
+            write_message(out_fd, response)
+        _finish()
+        if _scratch is not None:
+            _release_scratch(_scratch)  # checked empty, or replaced, before the next child
+        _reap_dying()
+
+
+def _load_warmup(spec: str) -> None:
+    """Load ``module:NAME``, a dict with the trusted warm-up program's source, finalizer and inputs."""
+    global _warmup
+    from sim.sandbox_policy import PROGRAM_FILENAME
+
+    module_name, _, attr = spec.partition(":")
+    __import__(module_name)
+    program = getattr(sys.modules[module_name], attr)
+    compile(program["source"], PROGRAM_FILENAME, "exec", dont_inherit=True)  # fail here, not in every child
+    load_finalizer(program["finalizer"])
+    _warmup = (program["finalizer"], program["source"], program.get("inputs") or {})
 
 
 def main(argv: list[str] | None = None) -> None:
-    _serve(list(sys.argv[1:] if argv is None else argv))
+    args = list(sys.argv[1:] if argv is None else argv)
+    warmup = None
+    for arg in list(args):
+        if arg.startswith("--warmup="):
+            warmup = arg.partition("=")[2] or None
+            args.remove(arg)
+    _serve(args, warmup)
 
 
 if __name__ == "__main__":

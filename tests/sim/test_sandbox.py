@@ -20,7 +20,8 @@ from sim.sandbox import (
     run_untrusted,
 )
 
-CORPUS = Path(__file__).resolve().parents[1] / "sandbox_corpus"
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "tests" / "sandbox_corpus"
 FAST = SandboxLimits(timeout_s=1.5, cpu_s=3)
 CORPUS_LIMITS = SandboxLimits(timeout_s=2.0, cpu_s=3, memory_mb=512)  # memory bombs fail sooner
 LIGHT = ("numpy", "numpy.random")  # extra pools that need no SDK start in a fraction of the time
@@ -294,6 +295,67 @@ def test_pool_is_thread_safe():
         for t in threads:
             t.join()
         assert {i: r.value for i, r in results.items()} == {i: i * i for i in range(8)}
+
+
+def _zygote_children(pid: int) -> list[int]:
+    import psutil
+
+    return sorted(c.pid for c in psutil.Process(pid).children())
+
+
+def test_each_run_gets_a_fresh_child_from_the_standby():
+    pytest.importorskip("psutil")
+    with SandboxPool(limits=FAST, preload=LIGHT) as p:
+        zygote = p.worker_info()["pid"]
+        seen: set[int] = set()
+        for i in range(4):
+            assert p.run("result = seed", inputs={"globals": {"seed": i}}).value == i
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:  # the used child is killed; one standby waits
+                children = _zygote_children(zygote)
+                if len(children) == 1 and children[0] not in seen:
+                    break
+                time.sleep(0.01)
+            assert len(children) == 1 and children[0] not in seen, children
+            seen.add(children[0])
+
+
+def test_program_state_does_not_reach_the_next_run(pool):
+    changed = pool.run("from sim import Scene\nclass Leak:\n    pass\nScene.leaked = Leak()\nresult = 1\n")
+    assert changed.ok, changed.error
+    probe = "from sim import Scene\ntry:\n    Scene.leaked\n    result = True\nexcept AttributeError:\n    result = False"
+    for _ in range(2):
+        res = pool.run(probe)
+        assert res.ok and res.value is False
+
+
+def test_requests_with_other_limits_and_imports_alternate(pool):
+    other = SandboxLimits(timeout_s=2.0, cpu_s=2)
+    for i in range(3):
+        assert pool.run("result = seed", inputs={"globals": {"seed": i}}).value == i
+        assert pool.run("import math\nresult = seed", inputs={"globals": {"seed": i}}, limits=other,
+                        allowed_imports=("math",)).value == i
+        assert pool.run("import numpy\nresult = 1", allowed_imports=("math",)).error.kind == "forbidden"
+
+
+def test_large_program_reaches_the_child(pool):
+    source = "x = 0\n" + "x = x + 1\n" * 15_000 + "result = x"  # ~150 kB: more than a pipe buffer
+    res = pool.run(source, limits=SandboxLimits(timeout_s=10, cpu_s=5))
+    assert res.ok and res.value == 15_000, res.error
+
+
+def test_scene_warmup_program_runs_and_does_not_change_results():
+    from sim.sandbox_child import SCENE_WARMUP
+
+    program = (REPO / "examples" / "scenes" / "pick_place.py").read_text()
+    finalizer, inputs = "sim.scene:finalize_program", {"globals": {"seed": 3}}
+    with SandboxPool(limits=FAST) as warm, SandboxPool(limits=FAST, warmup=None) as cold:
+        assert warm.worker_info()["preload_errors"] == {}
+        res = warm.run(SCENE_WARMUP["source"], finalizer=SCENE_WARMUP["finalizer"], inputs=SCENE_WARMUP["inputs"])
+        assert res.ok, res.error
+        runs = [p.run(program, finalizer=finalizer, inputs=inputs) for p in (warm, warm, cold, cold)]
+        assert all(r.ok for r in runs), [r.error for r in runs]
+        assert all(r.value == runs[0].value for r in runs)
 
 
 def test_warm_pool_overhead(pool):
