@@ -76,6 +76,37 @@ def test_padding_and_object_order_do_not_matter(backbone, small_config, obs_batc
         torch.testing.assert_close(policy.distribution(shuffled)[1], log_std, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("backbone", ["transformer", "deepsets"])
+def test_trimmed_padding_slots_give_the_same_outputs(backbone, small_config, obs_batch):
+    from policy.backbones import trim_padding
+
+    torch.manual_seed(0)
+    policy, critic = ChunkPolicy(small_config(backbone)).eval(), ChunkCritic(small_config(backbone)).eval()
+    batch = obs_batch(5)
+    mask = torch.zeros(5, MAX_OBJECTS, dtype=torch.bool)
+    mask[:, :2] = True
+    mask[0, 4] = True  # a hole: slot 3 stays, slots 5.. go
+    batch = {**batch, OBS_OBJECT_MASK: mask}
+    objects, kept = trim_padding(batch[OBS_OBJECTS], mask)
+    assert objects.shape[1] == kept.shape[1] == 5
+    assert trim_padding(batch[OBS_OBJECTS], torch.zeros_like(mask))[0].shape[1] == 0
+    chunk = torch.zeros(5, CHUNK, ACTION_DIM)
+    with torch.no_grad():
+        full_tokens, full_mask = policy.tokenizer(batch)
+        assert full_tokens.shape[1] == 2 + 5 and full_mask.shape == (5, 7)
+        mean, log_std = policy.distribution(batch)
+        # the same observations with the slots beyond 5 filled with junk but masked: identical outputs
+        wide = {**batch, OBS_OBJECTS: torch.cat([objects, torch.full((5, MAX_OBJECTS - 5, OBJ_DIM), 7.0)], dim=1)}
+        wide[OBS_OBJECT_MASK] = torch.cat([kept, torch.zeros(5, MAX_OBJECTS - 5, dtype=torch.bool)], dim=1)
+        torch.testing.assert_close(policy.distribution(wide)[0], mean)
+        torch.testing.assert_close(policy.distribution(wide)[1], log_std)
+        torch.testing.assert_close(critic(wide, chunk), critic(batch, chunk))
+        # a row with more objects in the batch widens the slots for all rows, rows stay unchanged
+        more = {k: v.clone() for k, v in batch.items()}
+        more[OBS_OBJECT_MASK][1, 8] = True
+        torch.testing.assert_close(policy.distribution(more)[0][[0, 2, 3, 4]], mean[[0, 2, 3, 4]], atol=1e-5, rtol=1e-5)
+
+
 def test_weighted_loss(small_config, obs_batch):
     torch.manual_seed(0)
     policy = ChunkPolicy(small_config())
