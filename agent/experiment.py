@@ -478,18 +478,21 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
     if base_cells:
         row = {f: mean_se([c["ood_before"][f] for c in base_cells.values()]) for f in families}
         row["mean"] = mean_se([c["mean_ood_before"] for c in base_cells.values()])
+        row["in_dist"] = mean_se([c.get("in_dist_before") for c in base_cells.values()])
+        row["gain"] = (None, None, 0)
         ood_json["base (before rounds)"] = row
     for m in order:
         cs = by_method.get(m, [])
         row = {f: mean_se([c["ood"].get(f) for c in cs]) for f in families}
         row["mean"] = mean_se([c["mean_ood"] for c in cs])
         row["in_dist"] = mean_se([c["in_dist"] for c in cs])
+        row["gain"] = mean_se([c["mean_ood"] - c["mean_ood_before"] for c in cs])
         ood_json[m] = row
     for m, row in ood_json.items():
-        ood_rows.append([m, *[_fmt(*row[f][:2]) for f in families], _fmt(*row["mean"][:2]),
-                         _fmt(*row.get("in_dist", (None, None))[:2]) if "in_dist" in row else "–",
-                         row["mean"][2]])
-    ood_md = _md(["method", *families, "mean OOD", "in-dist", "seeds"], ood_rows)
+        gain = "–" if row["gain"][0] is None else _fmt(*row["gain"][:2]).replace("pending", "–")
+        ood_rows.append([m, *[_fmt(*row[f][:2]) for f in families], _fmt(*row["mean"][:2]), gain,
+                         _fmt(*row["in_dist"][:2]), row["mean"][2]])
+    ood_md = _md(["method", *families, "mean OOD", "Δ vs own base (pts)", "in-dist", "seeds"], ood_rows)
 
     metric_keys = ("verification_pass_rate", "coverage_entropy_bits", "targeting_precision", "refutation_rate",
                    "accepted", "diagnoses", "shaped_rollouts", "sim_hours_per_1000_accepted",
@@ -581,7 +584,9 @@ def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
     if cells:
         try:
             plot(t, out / "ood_by_method.png")
-            md += ["![OOD success by method](ood_by_method.png)", ""]
+            plot_curves(cells, out / "curves.png")
+            md += ["![OOD success by method](ood_by_method.png)", "",
+                   "![Mean OOD success after each round (mean over seeds)](curves.png)", ""]
         except Exception as exc:  # noqa: BLE001 - tables stand without the plot
             say(f"plot not written: {exc}")
     (out / "results.md").write_text("\n".join(md))
@@ -615,3 +620,28 @@ def plot(t: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
+
+def plot_curves(cells: list[dict], path: Path) -> None:
+    """Mean OOD success after each round against cumulative policy updates, per method (mean over seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_method: dict[str, list[dict]] = defaultdict(list)
+    for c in cells:
+        if c.get("curve") and c["backbone"] == DEFAULT_BACKBONE and c["method"] != "sft":
+            by_method[c["method"]].append(c)
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for m, cs in by_method.items():
+        n = min(len(c["curve"]) for c in cs)
+        xs = [c["curve"][i]["round"] for c in cs[:1] for i in range(n)]
+        ys = [100 * sum(c["curve"][i]["mean_ood"] for c in cs) / len(cs) for i in range(n)]
+        ax.plot(xs, ys, marker="o", label=f"{m} ({len(cs)} seeds)")
+    ax.set_xlabel("round (0 = shared base policy)")
+    ax.set_ylabel("mean OOD success %")
+    if by_method:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -417,6 +417,7 @@ def test_tables_have_mean_and_standard_error_over_seeds(tmp_path):
     assert t["ood"]["coda"]["mean"][0] > t["ood"]["uniform"]["mean"][0] > t["ood"]["sft"]["mean"][0]
     md = (out / "results.md").read_text()
     assert "| coda | 41.0 ± 0.6 |" in md and "pending" in md  # no potential_from_task cells
+    assert (out / "curves.png").stat().st_size > 1000
     assert (out / "ood_by_method.png").stat().st_size > 1000
     t2p = t["text2potential"]
     assert t2p["coda"]["reached"] == 3 and t2p["sparse"]["reached"] == 3
