@@ -34,6 +34,7 @@ from agent.methods import CODA, Method
 from agent.presets import Preset
 from agent.roles.factory import Roles
 from agent.runstate import RunState
+from servers.common import MAX_BATCH
 from sim.constants import OOD_SUITES
 
 log = logging.getLogger(__name__)
@@ -494,8 +495,9 @@ class CoEvolution:
 
     def train(self, r: int, rollouts: list[dict], compiled: dict) -> dict:
         """K_Q critic + K_π policy updates on this round's rollouts with BC on planner demos of every family (the
-        same for all methods). Shaped by this round's potentials (method.potential) and, with training memory, by
-        the stored potentials of earlier rounds; earlier rollouts in scenes that have a potential are trained on
+        same for all methods) and, for modes whose training program routes to BC, on planner demos of the mode's
+        targeted scenes (SPEC §7). Shaped by this round's potentials (method.potential) and, with training memory,
+        by the stored potentials of earlier rounds; earlier rollouts in scenes that have a potential are trained on
         again."""
         p, m = self.preset, self.method
         if not rollouts:
@@ -515,6 +517,9 @@ class CoEvolution:
         args = dict(rollout_ids=list(dict.fromkeys(ids)), demo_families=list(p.families),
                     demos_per_family=max(1, p.demos_per_family // 2), critic_updates=p.critic_updates,
                     policy_updates=p.policy_updates if m.update_policy else 0, lora=p.lora)
+        bc_scenes = self._bc_scenes(compiled) if args["policy_updates"] else []
+        if bc_scenes:
+            args["demo_scene_ids"] = bc_scenes
         try:
             info = self.job("start_training", potential_programs={**reused, **fresh}, **args)
         except (RuntimeError, ToolError) as exc:
@@ -525,7 +530,14 @@ class CoEvolution:
             info = self.job("start_training", potential_programs=fresh, **args)
             reused = {}
         return {**info, "rollouts_used": len(args["rollout_ids"]), "fresh_potentials": len(fresh),
-                "reused_potentials": len(reused), "policy_updates": args["policy_updates"]}
+                "reused_potentials": len(reused), "policy_updates": args["policy_updates"],
+                "bc_scenes": len(bc_scenes)}
+
+    def _bc_scenes(self, compiled: dict) -> list[str]:
+        """Targeted scene ids of this round's modes compiled to BC (at most MAX_BATCH, in mode order): the trainer
+        clones the planner's demos on them. Empty without the critic (nothing is compiled then)."""
+        ids = [sid for c in compiled.values() if c["learning_tool"] == "bc" for sid in c["scene_ids"]]
+        return list(dict.fromkeys(ids))[:MAX_BATCH]
 
     def _potentials(self, compiled: dict) -> dict[str, str]:
         """scene id -> potential source for this round's scenes of modes compiled to shaped AWR."""

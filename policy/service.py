@@ -52,6 +52,8 @@ class TrainerService:
         self.lock = threading.RLock()
         self.state: TrainState | None = None
         self.demos: dict[str, list[Episode]] = {}
+        self.scene_demos: dict[str, Episode | None] = {}
+        """planner demo per scene spec hash (None: the planner failed there), so a retried job does not re-plan"""
         self.episodes: dict[str, Episode] = {}
         if (self.ckpt_dir / LATEST).exists():
             self.state = load_checkpoint(self.ckpt_dir / LATEST, device=device)
@@ -67,6 +69,18 @@ class TrainerService:
         if key not in self.demos:
             self.demos[key] = planner_demos(train_specs(family, n, start=300_000), executor=self.executor)
         return self.demos[key]
+
+    def demos_for_scenes(self, specs: Sequence[SceneSpec]) -> list[Episode]:
+        """Successful planner demonstrations of the given scenes (one per distinct scene, in order); the planner
+        runs once per spec hash for the life of the service."""
+        unique = list({s.spec_hash(): s for s in specs}.items())
+        todo = [spec for h, spec in unique if h not in self.scene_demos]
+        if todo:
+            got = {ep.spec_hash: ep for ep in planner_demos(todo, executor=self.executor)}
+            for spec in todo:
+                h = spec.spec_hash()
+                self.scene_demos[h] = got.get(h)
+        return [ep for h, _ in unique if (ep := self.scene_demos[h]) is not None]
 
     def sft(self, families: Sequence[str], demos_per_family: int, updates: int,
             progress: Progress | None = None) -> dict:
@@ -197,10 +211,13 @@ class TrainerService:
 
     # --- training ---------------------------------------------------------------------------
     def train(self, rollout_ids: Sequence[str], *, potentials: dict[str, list[float]] | None = None,
-              demo_families: Sequence[str] = (), demos_per_family: int = 0, critic_updates: int = 200,
+              demo_families: Sequence[str] = (), demos_per_family: int = 0,
+              scene_demos: Sequence[SceneSpec] = (), critic_updates: int = 200,
               policy_updates: int = 200, lora: bool = False, progress: Progress | None = None) -> dict:
-        """Critic + AWR updates on the given rollouts (shaped by per-rollout potentials when given). When the
-        updates fail or are cancelled (an exception from `progress`), the policy before them is put back."""
+        """Critic + AWR updates on the given rollouts (shaped by per-rollout potentials when given), with BC on
+        planner demos of `demo_families` (`demos_per_family` each) and of the scenes `scene_demos` (the targeted
+        scenes of modes routed to BC; scenes the planner fails in add nothing). When the updates fail or are
+        cancelled (an exception from `progress`), the policy before them is put back."""
         with self.lock:
             state = self.require_state()
             self.check_rollouts(rollout_ids)
@@ -208,15 +225,15 @@ class TrainerService:
             if not episodes:
                 raise ValueError("no rollouts to train on; collect rollouts first")
             try:
-                return self._train(state, episodes, potentials, demo_families, demos_per_family, critic_updates,
-                                   policy_updates, lora, progress)
+                return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
+                                   critic_updates, policy_updates, lora, progress)
             except BaseException:
                 self._restore()
                 raise
 
     def _train(self, state: TrainState, episodes: list[Episode], potentials: dict[str, list[float]] | None,
-               demo_families: Sequence[str], demos_per_family: int, critic_updates: int, policy_updates: int,
-               lora: bool, progress: Progress | None) -> dict:
+               demo_families: Sequence[str], demos_per_family: int, scene_demos: Sequence[SceneSpec],
+               critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None) -> dict:
         if lora and state.extra.get("lora") is None:
             from policy.lora import add_lora
 
@@ -230,10 +247,12 @@ class TrainerService:
             def pot(ep: Episode) -> list[float]:
                 return table.get(id(ep), [0.0] * (ep.steps + 1))
 
-        demos = [d for f in demo_families for d in self.demos_for(f, demos_per_family)] if demos_per_family else None
-        info = awr_round(state, [], episodes=episodes, demos=demos, critic_updates=critic_updates,
+        demos = [d for f in demo_families for d in self.demos_for(f, demos_per_family)] if demos_per_family else []
+        own = self.demos_for_scenes(scene_demos) if scene_demos else []
+        info = awr_round(state, [], episodes=episodes, demos=(demos + own) or None, critic_updates=critic_updates,
                          policy_updates=policy_updates, potential=pot, progress=progress)
         info["shaped_rollouts"] = len(potentials or {})
+        info["scene_demos"] = len(own)
         info["checkpoint"] = Path(self.save(f"step{state.step:06d}")).stem
         return info
 

@@ -160,14 +160,30 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         demo_families: Annotated[list[Family], Field(description="families whose planner demos are mixed in as BC")] = [],  # noqa: B006
         demos_per_family: Annotated[int, Field(ge=0, le=2000, description="planner demos per demo family (0: none)")
                                     ] = 0,
+        demo_scene_ids: Annotated[
+            list[SceneId],
+            Field(description="scenes whose planner demos are mixed in as BC (e.g. the targeted scenes of modes "
+                              "routed to BC; scenes the planner fails in add none)", max_length=MAX_BATCH),
+        ] = [],  # noqa: B006
         critic_updates: Annotated[int, Field(ge=0, le=100_000, description="K_Q critic updates")] = 200,
         policy_updates: Annotated[int, Field(ge=0, le=100_000, description="K_pi policy updates")] = 200,
         lora: Annotated[bool, Field(description="fine-tune LoRA adapters on the base policy")] = False,
     ) -> JobStarted:
-        """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates."""
+        """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates, with BC on
+        planner demos of demo_families and demo_scene_ids."""
         from sim.potential import static_problems
 
         service.check_rollouts(rollout_ids)
+        demo_specs, unknown = [], []
+        for sid in dict.fromkeys(demo_scene_ids):
+            try:
+                demo_specs.append(scenes.spec(sid))
+            except LookupError:
+                unknown.append(sid)
+        if unknown:
+            shown = ", ".join(repr(s) for s in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            raise LookupError(f"unknown scene id(s) in demo_scene_ids: {shown}; use scene ids of the sim server's "
+                              "store (create_scene or sample_scene)")
         for sid, source in potential_programs.items():
             problems = static_problems(source)
             if problems:
@@ -180,7 +196,8 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                 potentials, unused = service.potentials(
                     potential_programs, rollout_ids, lambda n, total: job.progress(n, total, "potentials"))
             info = service.train(rollout_ids, potentials=potentials, demo_families=demo_families,
-                                 demos_per_family=demos_per_family, critic_updates=critic_updates,
+                                 demos_per_family=demos_per_family, scene_demos=demo_specs,
+                                 critic_updates=critic_updates,
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job))
             return {**info, "potential_scenes_without_rollouts": unused}
 

@@ -128,13 +128,16 @@ class FakeTrainer:
         @tool(mcp, WRITES)
         def start_training(rollout_ids: list[str], potential_programs: dict[str, str] = {},  # noqa: B006
                            demo_families: list[str] = [], demos_per_family: int = 0,  # noqa: B006
+                           demo_scene_ids: list[str] = [],  # noqa: B006
                            critic_updates: int = 0, policy_updates: int = 0, lora: bool = False) -> dict:
             self.calls.append(("start_training", {"rollout_ids": rollout_ids, "potentials": potential_programs,
                                                   "policy_updates": policy_updates,
-                                                  "demo_families": demo_families}))
+                                                  "demo_families": demo_families,
+                                                  "demo_scene_ids": demo_scene_ids}))
             self.step += policy_updates + critic_updates
             return started("train", lambda: {"updates": policy_updates + critic_updates,
-                                             "shaped_rollouts": len(potential_programs)})
+                                             "shaped_rollouts": len(potential_programs),
+                                             "scene_demos": len(demo_scene_ids)})
 
         @tool(mcp, READ_ONLY)
         def evaluate(families: list[str], suites: list[str], n: int = 1, mode: str = "mean") -> dict:
@@ -156,28 +159,30 @@ class ScriptedCritic:
 
 
 class ScriptedCompiler:
-    def __init__(self):
+    def __init__(self, learning_tool: str = "awr_shaped"):
         self.requests = []
+        self.learning_tool = learning_tool
 
     def compile(self, request):
         self.requests.append(request)
         request.checker(POTENTIAL)
         return SimpleNamespace(source=POTENTIAL, phase=request.diagnosis.phase, subgoals=["reach"],
-                               learning_tool="awr_shaped")
+                               learning_tool=self.learning_tool)
 
 
 BASE_EVAL = [{"family": "pick_place", "suite": s, "n": 1, "success_rate": 0.25, "stderr": 0.1, "mean_steps": 10}
              for s in ("in", "instances", "layouts", "tasks", "categories")]
 
 
-def run_method(tmp_path: Path, method: str, preset=PRESET, seed: int = 0, memory_from: Path | None = None):
+def run_method(tmp_path: Path, method: str, preset=PRESET, seed: int = 0, memory_from: Path | None = None,
+               learning_tool: str = "awr_shaped"):
     from memory_store.embed import HashingEmbedder
     from servers.memory import build_server as memory_server
     from servers.sim import build_server as sim_server
 
-    run_dir = tmp_path / method
+    run_dir = tmp_path / (method if learning_tool == "awr_shaped" else f"{method}-{learning_tool}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    trainer, compiler = FakeTrainer(run_dir), ScriptedCompiler()
+    trainer, compiler = FakeTrainer(run_dir), ScriptedCompiler(learning_tool)
     specs = [InProcess("sim", sim_server(run_dir)), InProcess("verifier", fake_verifier()),
              InProcess("memory", memory_server(run_dir, embedder=HashingEmbedder())),
              InProcess("trainer", trainer.server())]
@@ -275,6 +280,26 @@ def test_coda_targets_modes_validates_and_shapes_training(runs):
     trains = run.trainer.of("start_training")
     assert not trains[0]["potentials"] and trains[1]["potentials"], "round 2 must be shaped by Text2potential"
     assert all(t["demo_families"] == ["pick_place"] for t in trains)
+    assert all(not t["demo_scene_ids"] for t in trains), "modes routed to shaped AWR add no scene demos"
+
+
+def test_modes_routed_to_bc_clone_planner_demos_of_their_targeted_scenes(runs, tmp_path):
+    """A training program with learning tool BC makes the next training clone the planner on the mode's
+    targeted scenes (the family demos stay); without the critic or without policy updates nothing changes."""
+    run = run_method(tmp_path, "coda", learning_tool="bc")
+    compiled = run.steps["r1.compile"]["result"]
+    assert compiled and all(c["learning_tool"] == "bc" for c in compiled.values())
+    targeted = [sid for c in compiled.values() for sid in c["scene_ids"]]
+    trains = run.trainer.of("start_training")
+    assert not trains[0]["demo_scene_ids"], "the seed round compiles nothing"
+    assert trains[1]["demo_scene_ids"] == list(dict.fromkeys(targeted))
+    assert trains[1]["demo_families"] == ["pick_place"] and not trains[1]["potentials"]
+    assert run.steps["r1.train"]["result"]["bc_scenes"] == len(set(targeted))
+    frozen = run_method(tmp_path, "frozen_critic_select", learning_tool="bc")
+    assert frozen.steps["r1.compile"]["result"]
+    assert all(not t["demo_scene_ids"] for t in frozen.trainer.of("start_training"))
+    for name in ("domain_rand", "uniform", "success_guided", "sft"):
+        assert all(not t["demo_scene_ids"] for t in runs[name].trainer.of("start_training")), name
 
 
 def test_sparse_ablation_differs_from_coda_only_in_shaping(runs):

@@ -144,6 +144,7 @@ def test_malformed_arguments_name_the_argument(tmp_path):
         ("start_training", {"rollout_ids": ["r-1"], "critic_updates": -1}, "critic_updates"),
         ("start_training", {"rollout_ids": ["r-1"], "potential_programs": {"scene-x": "x = 1"}}, "potential_programs"),
         ("start_training", {"rollout_ids": ["r-1"], "demo_families": ["nope"]}, "demo_families"),
+        ("start_training", {"rollout_ids": ["r-1"], "demo_scene_ids": ["not-a-hash"]}, "demo_scene_ids"),
         ("evaluate", {"families": ["stack"], "suites": ["everything"]}, "suites"),
         ("evaluate", {"families": ["stack"], "n": 0}, "n"),
         ("load_checkpoint", {"tag": "../../etc/passwd"}, "tag"),
@@ -292,3 +293,46 @@ def test_cancel_a_running_training_job(run_dir, seeded):
             assert (await ok(c, "load_checkpoint", {"tag": "base"}))["current_step"] == 0  # free again
 
     run(main())
+
+
+def test_training_clones_planner_demos_of_given_scenes(run_dir, seeded):
+    """demo_scene_ids: the planner runs on those scenes of the run's store and its successes join the BC demos
+    (once per scene: a second training reuses them); unknown scene ids are refused naming them."""
+    rid, scene_id = seeded["rollout"]["rollout_id"], seeded["scene_id"]
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            message = await err(c, "start_training", {"rollout_ids": [rid],
+                                                      "demo_scene_ids": [scene_id, "0123456789abcdef"]})
+            assert "demo_scene_ids" in message and "'0123456789abcdef'" in message and scene_id not in message
+            assert (await ok(c, "list_jobs", {}))["result"] == []  # refused before a job started
+            for _ in range(2):
+                job = await ok(c, "start_training", {"rollout_ids": [rid], "demo_scene_ids": [scene_id, scene_id],
+                                                     "critic_updates": 1, "policy_updates": 1})
+                done = await finish(c, job["job_id"])
+                assert done["state"] == "succeeded", done
+                assert done["result"]["scene_demos"] == 1, done["result"]
+            job = await ok(c, "start_training", {"rollout_ids": [rid], "critic_updates": 1, "policy_updates": 1})
+            done = await finish(c, job["job_id"])
+            assert done["state"] == "succeeded" and done["result"]["scene_demos"] == 0, done
+
+    run(main())
+
+
+def test_scene_demos_are_planned_once_per_scene(seeded, tmp_path, monkeypatch):
+    import policy.service as service_module
+    from policy.service import TrainerService
+
+    calls = []
+    real = service_module.planner_demos
+
+    def counting(specs, **kw):
+        calls.append([s.spec_hash() for s in specs])
+        return real(specs, **kw)
+
+    monkeypatch.setattr(service_module, "planner_demos", counting)
+    service = TrainerService(tmp_path)
+    spec = SceneStore(seeded["root"]).spec(seeded["scene_id"])
+    assert [d.spec_hash for d in service.demos_for_scenes([spec, spec])] == [seeded["scene_id"]]
+    assert len(service.demos_for_scenes([spec])) == 1
+    assert calls == [[seeded["scene_id"]]]
