@@ -9,6 +9,9 @@ short passive simulation), `reachable`, `predicate_evaluable`, `predicate_false_
 from __future__ import annotations
 
 import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import mujoco
@@ -55,6 +58,26 @@ class VerifyReport(BaseModel):
 
 def verify_program(source: str | bytes, seed: int = 0, *, planner: bool = False, pool=None, limits=None) -> VerifyReport:
     """Run a scene program in the sandbox, then verify the spec it builds."""
+    return _verified(*_execute(source, seed, pool, limits), planner=planner)
+
+
+def verify_programs(programs: Sequence[tuple[str | bytes, int]], *, planner: bool = False, pool=None, limits=None,
+                    lookahead: int = 2) -> Iterator[VerifyReport]:
+    """`verify_program` over a stream of (source, seed), reports in order. A helper thread keeps up to
+    `lookahead` programs running in the sandbox ahead of the spec checks here: the sandbox child is another
+    process, so its run overlaps with the verification of the previous spec (on a second core)."""
+    programs = list(programs)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-ahead") as ahead:
+        pending = deque(ahead.submit(_execute, src, seed, pool, limits) for src, seed in programs[:lookahead])
+        for nxt in range(lookahead, len(programs) + lookahead):
+            result, seconds = pending.popleft().result()
+            if nxt < len(programs):
+                pending.append(ahead.submit(_execute, *programs[nxt], pool, limits))
+            yield _verified(result, seconds, planner=planner)
+
+
+def _execute(source: str | bytes, seed: int, pool, limits):
+    """The program's run in the sandbox (its result) and how long it took."""
     from sim.sandbox import run_untrusted
 
     t0 = time.perf_counter()
@@ -62,13 +85,17 @@ def verify_program(source: str | bytes, seed: int = 0, *, planner: bool = False,
     result = run_untrusted(
         source, finalizer="sim.scene:finalize_program", inputs={"globals": {"seed": int(seed)}}, pool=pool, **kwargs
     )
+    return result, time.perf_counter() - t0
+
+
+def _verified(result, run_seconds: float, *, planner: bool) -> VerifyReport:
     if not result.ok:
         err = result.error
         check = CheckResult(name="executes", passed=False, message=f"{err.kind}: {err.message}")
-        return VerifyReport(passed=False, checks=[check], seconds=time.perf_counter() - t0)
+        return VerifyReport(passed=False, checks=[check], seconds=run_seconds)
     report = verify_spec(result.value, planner=planner)
     report.checks.insert(0, CheckResult(name="executes", passed=True))
-    report.seconds = time.perf_counter() - t0
+    report.seconds += run_seconds
     return report
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from sim.families import sample_spec
-from sim.verify import verify_program, verify_spec
+from sim.verify import verify_program, verify_programs, verify_spec
 
 SCENES = Path(__file__).resolve().parents[2] / "examples" / "scenes"
 
@@ -57,3 +57,13 @@ def test_planner_check_is_optional_and_passes_on_a_seed_scene():
     report = verify_spec(sample_spec("stack", 4), planner=True)
     assert report.passed, report.summary()
     assert report.checks[-1].name == "planner_solvable"
+
+
+def test_stream_verification_matches_one_by_one_and_keeps_order():
+    names = ["pick_place.py", "fault_raises.py", "stack.py", "fault_interpenetrating.py", "prep.py"]
+    programs = [((SCENES / n).read_text(), i) for i, n in enumerate(names)]
+    streamed = list(verify_programs(programs, lookahead=2))
+    single = [verify_program(src, seed) for src, seed in programs]
+    assert [r.passed for r in streamed] == [r.passed for r in single] == [True, False, True, False, True]
+    assert [r.spec_hash for r in streamed] == [r.spec_hash for r in single]
+    assert [[c.name for c in r.violations()] for r in streamed] == [[c.name for c in r.violations()] for r in single]
