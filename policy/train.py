@@ -67,6 +67,25 @@ def set_stats(state: TrainState, buf: ChunkReplayBuffer) -> None:
         state.critic_target.set_obs_stats(stats)
 
 
+OBS_STAT_NAMES = ("obj_mean", "obj_std", "proprio_mean", "proprio_std")
+
+
+def policy_obs_stats(policy) -> dict[str, np.ndarray]:
+    """The feature statistics the policy normalizes with (also through a LoRA wrapper)."""
+    found = {name.rsplit(".", 1)[-1]: buf for name, buf in policy.named_buffers()
+             if name.rsplit(".", 2)[-2:-1] == ["tokenizer"] and name.rsplit(".", 1)[-1] in OBS_STAT_NAMES}
+    return {k: found[k].detach().cpu().numpy() for k in OBS_STAT_NAMES}
+
+
+def attach_critic(state: TrainState) -> None:
+    """A fresh critic that normalizes observations like the policy. The policy's statistics stay as SFT set
+    them: replacing them with those of a round's rollouts would shift every input the policy was trained on."""
+    state.attach_critic()
+    stats = policy_obs_stats(state.policy)
+    state.critic.set_obs_stats(stats)
+    state.critic_target.set_obs_stats(stats)
+
+
 def train_sft(demos: Sequence[Episode], pcfg: PolicyConfig, tcfg: TrainConfig, updates: int,
               progress: Progress | None = None, device=None) -> tuple[TrainState, TrainLog]:
     """A base policy by behaviour cloning on planner demonstrations."""
@@ -99,8 +118,7 @@ def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplay
               critic_updates: int, policy_updates: int, progress: Progress | None = None) -> TrainLog:
     """K_Q critic updates then K_π AWR policy updates (+ BC on demos when given)."""
     if state.critic is None:
-        state.attach_critic()
-        set_stats(state, rollouts)
+        attach_critic(state)
     cfg, losses, t0 = state.train_config, [], time.perf_counter()
     total = critic_updates + policy_updates
     state.policy.train()

@@ -121,3 +121,33 @@ def test_batched_sampling_shapes_and_limits(backbone, small_config, obs_batch):
         assert q.shape == (5, 8) and torch.isfinite(q).all()
         assert critic(batch, chunks[:, 0]).shape == (5, cfg.critic_heads)
         assert not math.isnan(float(critic.q(batch, chunks[:, 0], reduce="min").sum()))
+
+
+def test_awr_leaves_the_policy_normalization_as_sft_set_it(small_config, embedder):
+    """The critic attached for AWR normalizes like the policy; the policy's statistics never change (replacing
+    them with a round's rollout statistics shifted every input of the trained policy)."""
+    from policy.bench import synthetic_observations
+    from policy.checkpoint import build_train_state
+    from policy.config import TrainConfig
+    from policy.train import awr_steps, demo_buffer, policy_obs_stats, rollout_buffer
+    from policy.rollout import Episode
+
+    rng = np.random.default_rng(0)
+
+    def episode(seed: int, steps: int = 12, scale: float = 1.0) -> Episode:
+        obs = synthetic_observations(steps + 1, np.random.default_rng(seed))
+        for o in obs:
+            o[OBS_PROPRIO] = o[OBS_PROPRIO] * scale + scale
+        actions = rng.uniform(-MAX_DPOS, MAX_DPOS, (steps, ACTION_DIM)).astype(np.float32)
+        return Episode("s", "pick_place", obs, actions, success=bool(seed % 2), steps=steps)
+
+    state = build_train_state(small_config(), TrainConfig(batch_size=8), with_critic=False, device="cpu")
+    state.policy.set_obs_stats(demo_buffer([episode(1)], embedder).obs_stats())
+    before = policy_obs_stats(state.policy)
+    rollouts = rollout_buffer([episode(s, scale=5.0) for s in range(4)], embedder)  # very different statistics
+    awr_steps(state, rollouts, None, critic_updates=2, policy_updates=2)
+    after = policy_obs_stats(state.policy)
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value)
+        np.testing.assert_array_equal(getattr(state.critic.tokenizer, name).numpy(), value)
+        np.testing.assert_array_equal(getattr(state.critic_target.tokenizer, name).numpy(), value)
