@@ -120,6 +120,10 @@ class TrainConfig:
     """q (critic only), mc (Monte-Carlo return − V) or mix (their mean); see policy.awr.advantages"""
     bc_weight: float = 1.0
     """weight of the behaviour-cloning NLL on demonstrations added to the AWR loss (when demos are given)"""
+    finetune_warmup: int = 25
+    """each AWR phase starts a fresh policy optimizer whose learning rate ramps up linearly over this many
+    updates (0: keep the optimizer and its rate). The SFT optimizer's second-moment estimates are stale for new
+    data: its first AWR steps were many times lr and took a 50% pick_place policy to 8–10% in 10 updates"""
     target_tau: float = 0.005
     """Polyak rate of the target critic after each critic update (1 = hard copy)"""
     next_value: str = "mean"
@@ -141,6 +145,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size!r}")
+        if self.finetune_warmup < 0:
+            raise ValueError(f"finetune_warmup must be >= 0, got {self.finetune_warmup!r}")
         if self.td_candidates < 1:
             raise ValueError(f"td_candidates must be >= 1, got {self.td_candidates!r}")
         _in_unit("gamma", self.gamma)

@@ -44,3 +44,14 @@ def awr_round(state: TrainState, specs: Sequence[SceneSpec], *, rollouts_per_sce
         "transitions": len(buf),
         **tlog.summary(),
     }
+
+
+def branch_round(state: TrainState, specs: Sequence[SceneSpec], *, levels: int = 2, candidates: int = 8,
+                 policy_updates: int = 50, demos: Sequence[Episode] | None = None, seed: int = 0) -> dict:
+    """Branch rollouts on `specs`, then AWR on the chunks that beat the policy's mean chunk (`policy.branch`)."""
+    from policy.branch import branch_awr_steps, branch_rollouts
+
+    gen = torch.Generator(device=state.device).manual_seed(seed)
+    groups = branch_rollouts(state.policy, specs, levels=levels, candidates=candidates,
+                             gamma=state.train_config.gamma, generator=gen, device=state.device)
+    return branch_awr_steps(state, groups, policy_updates, demo_buffer(demos) if demos else None)

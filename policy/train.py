@@ -86,6 +86,21 @@ def attach_critic(state: TrainState) -> None:
     state.critic_target.set_obs_stats(stats)
 
 
+def finetune_schedule(state: TrainState) -> Callable[[int], None]:
+    """Start a fine-tuning phase (see TrainConfig.finetune_warmup): a fresh policy optimizer, and the returned
+    set_lr(i) to call before policy update i (linear warmup to the configured rate)."""
+    warmup, lr = state.train_config.finetune_warmup, state.train_config.lr
+    if warmup == 0:
+        return lambda i: None
+    state.reset_policy_optimizer()
+
+    def set_lr(i: int) -> None:
+        for group in state.policy_optimizer.param_groups:
+            group["lr"] = lr * min(1.0, (i + 1) / warmup)
+
+    return set_lr
+
+
 def train_sft(demos: Sequence[Episode], pcfg: PolicyConfig, tcfg: TrainConfig, updates: int,
               progress: Progress | None = None, device=None) -> tuple[TrainState, TrainLog]:
     """A base policy by behaviour cloning on planner demonstrations."""
@@ -129,7 +144,9 @@ def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplay
         losses.append(float(out["critic_loss"]))
         if progress and (i + 1) % max(1, total // 20) == 0:
             progress(i + 1, total, {"critic_loss": float(np.mean(losses[-20:]))})
+    set_lr = finetune_schedule(state) if policy_updates else None
     for i in range(policy_updates):
+        set_lr(i)
         batch = rollouts.sample(cfg.batch_size, state.rng, state.device)
         demo = demos.sample(cfg.batch_size, state.rng, state.device) if demos is not None and len(demos) else None
         with autocast(cfg, state.device):

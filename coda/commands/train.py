@@ -22,6 +22,8 @@ def register(sub, name: str) -> None:
     p.add_argument("--demos", type=int, default=200, help="training scenes whose planner demos are used")
     p.add_argument("--updates", type=int, default=1500)
     p.add_argument("--backbone", default="transformer", help="transformer | deepsets")
+    p.add_argument("--d-model", type=int, default=128, help="network width (prep needs 192, see docs/BENCHMARKS.md)")
+    p.add_argument("--layers", type=int, default=2, help="backbone blocks")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval", type=int, default=30, help="in-distribution scenes evaluated after training (0 = skip)")
@@ -30,15 +32,20 @@ def register(sub, name: str) -> None:
     add_executor_arguments(p)
     p.set_defaults(func=cmd_sft)
 
-    p = cmds.add_parser("awr", help="rounds of own rollouts + chunk critic + advantage-weighted regression")
+    p = cmds.add_parser("awr", help="rounds of own rollouts + advantage-weighted regression")
     p.add_argument("--policy", required=True, help="checkpoint to start from")
     p.add_argument("--family", required=True)
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--scenes", type=int, default=48, help="training scenes rolled out per round")
-    p.add_argument("--rollouts", type=int, default=2, help="rollouts per scene per round")
-    p.add_argument("--critic-updates", type=int, default=300)
-    p.add_argument("--policy-updates", type=int, default=300)
-    p.add_argument("--demos", type=int, default=100, help="planner demos mixed in as BC (0 = none)")
+    p.add_argument("--collect", choices=("branch", "sample"), default="branch",
+                   help="branch: Monte-Carlo advantages of sampled chunks over the mean chunk from the same states "
+                        "(policy.branch); sample: stochastic rollouts + chunk critic (advantage from TrainConfig)")
+    p.add_argument("--scenes", type=int, default=80, help="training scenes rolled out per round")
+    p.add_argument("--levels", type=int, default=2, help="branch: chunk boundaries branched per scene")
+    p.add_argument("--candidates", type=int, default=8, help="branch: sampled chunks tried per branch state")
+    p.add_argument("--rollouts", type=int, default=2, help="sample: rollouts per scene per round")
+    p.add_argument("--critic-updates", type=int, default=300, help="sample: critic updates per round")
+    p.add_argument("--policy-updates", type=int, default=None, help="per round (default 50 branch, 300 sample)")
+    p.add_argument("--demos", type=int, default=0, help="planner demos mixed into every update as BC (0 = none)")
     p.add_argument("--lora", action="store_true", help="fine-tune LoRA adapters instead of all weights")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval", type=int, default=30)
@@ -61,15 +68,17 @@ def cmd_sft(args) -> int:
 
     t0 = time.perf_counter()
     executor = executor_from_args(args)
+    c0 = time.process_time()
     demos = planner_demos(train_specs(args.family, args.demos), executor=executor)
-    pcfg = PolicyConfig(backbone=args.backbone)
+    pcfg = PolicyConfig(backbone=args.backbone, d_model=args.d_model, n_layers=args.layers)
     tcfg = TrainConfig(batch_size=args.batch_size, seed=args.seed)
     from policy.train import train_sft
 
     state, tlog = train_sft(demos, pcfg, tcfg, args.updates, progress=_progress)
     state.extra.update({"family": args.family, "kind": "sft", "demos": len(demos)})
     path = save_checkpoint(Path(args.out), state)
-    result = {"checkpoint": str(path), "family": args.family, "demos": len(demos), **tlog.summary()}
+    result = {"checkpoint": str(path), "family": args.family, "demos": len(demos), **tlog.summary(),
+              "train_cpu_seconds": round(time.process_time() - c0, 1)}
     if args.eval:
         ev = evaluate(state.policy, args.family, "in", args.eval, device=state.device, executor=executor)
         result.update({"in_success_rate": ev["success_rate"], "in_stderr": ev["stderr"], "eval_n": ev["n"]})
@@ -81,7 +90,7 @@ def cmd_sft(args) -> int:
 def cmd_awr(args) -> int:
     from policy.checkpoint import load_checkpoint, save_checkpoint
     from policy.evaluate import evaluate, train_specs
-    from policy.improve import awr_round
+    from policy.improve import awr_round, branch_round
 
     t0 = time.perf_counter()
     executor = executor_from_args(args)
@@ -98,17 +107,26 @@ def cmd_awr(args) -> int:
         state.reset_policy_optimizer()
     before = (evaluate(state.policy, args.family, "in", args.eval, device=state.device, executor=executor)
               if args.eval else None)
-    rounds = []
+    rounds, c0 = [], time.process_time()
     for r in range(args.rounds):
         specs = train_specs(args.family, args.scenes, start=100_000 + r * args.scenes)
-        info = awr_round(state, specs, rollouts_per_scene=args.rollouts, demos=demos,
-                         critic_updates=args.critic_updates, policy_updates=args.policy_updates,
-                         seed=args.seed + r, progress=_progress, executor=executor)
+        if args.collect == "branch":
+            updates = 50 if args.policy_updates is None else args.policy_updates
+            info = branch_round(state, specs, levels=args.levels, candidates=args.candidates, policy_updates=updates,
+                                demos=demos, seed=args.seed + r)
+            print(f"round {r + 1}: mean-chunk success {info['mean_chunk_success']:.2f}, branch success "
+                  f"{info['branch_success']:.2f}, {info['positive_chunks']} chunks beat the mean", file=sys.stderr)
+        else:
+            updates = 300 if args.policy_updates is None else args.policy_updates
+            info = awr_round(state, specs, rollouts_per_scene=args.rollouts, demos=demos,
+                             critic_updates=args.critic_updates, policy_updates=updates,
+                             seed=args.seed + r, progress=_progress, executor=executor)
+            print(f"round {r + 1}: rollout success {info['rollout_success']:.2f}", file=sys.stderr)
         rounds.append(info)
-        print(f"round {r + 1}: rollout success {info['rollout_success']:.2f}", file=sys.stderr)
-    state.extra.update({"family": args.family, "kind": "awr", "rounds": len(rounds)})
+    state.extra.update({"family": args.family, "kind": "awr", "collect": args.collect, "rounds": len(rounds)})
     path = save_checkpoint(Path(args.out), state)
-    result = {"checkpoint": str(path), "family": args.family, "rounds": rounds}
+    result = {"checkpoint": str(path), "family": args.family, "collect": args.collect, "rounds": rounds,
+              "rounds_cpu_seconds": round(time.process_time() - c0, 1)}
     if args.eval:
         after = evaluate(state.policy, args.family, "in", args.eval, device=state.device, executor=executor)
         result.update({"before": before["success_rate"], "before_stderr": before["stderr"],

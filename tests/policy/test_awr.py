@@ -129,8 +129,8 @@ def test_awr_leaves_the_policy_normalization_as_sft_set_it(small_config, embedde
     from policy.bench import synthetic_observations
     from policy.checkpoint import build_train_state
     from policy.config import TrainConfig
-    from policy.train import awr_steps, demo_buffer, policy_obs_stats, rollout_buffer
     from policy.rollout import Episode
+    from policy.train import awr_steps, demo_buffer, policy_obs_stats, rollout_buffer
 
     rng = np.random.default_rng(0)
 
