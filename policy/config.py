@@ -124,6 +124,10 @@ class TrainConfig:
     """each AWR phase starts a fresh policy optimizer whose learning rate ramps up linearly over this many
     updates (0: keep the optimizer and its rate). The SFT optimizer's second-moment estimates are stale for new
     data: its first AWR steps were many times lr and took a 50% pick_place policy to 8–10% in 10 updates"""
+    branch_levels: int = 2
+    """branch AWR (policy.branch): chunk boundaries of each scene's mean-policy episode that are branched"""
+    branch_candidates: int = 8
+    """branch AWR: chunks sampled from the policy and tried from each branch state"""
     target_tau: float = 0.005
     """Polyak rate of the target critic after each critic update (1 = hard copy)"""
     next_value: str = "mean"
@@ -145,6 +149,9 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size!r}")
+        if self.branch_levels < 1 or self.branch_candidates < 1:
+            raise ValueError(f"branch_levels and branch_candidates must be >= 1, got {self.branch_levels} and "
+                             f"{self.branch_candidates}")
         if self.finetune_warmup < 0:
             raise ValueError(f"finetune_warmup must be >= 0, got {self.finetune_warmup!r}")
         if self.td_candidates < 1:

@@ -46,11 +46,16 @@ def awr_round(state: TrainState, specs: Sequence[SceneSpec], *, rollouts_per_sce
     }
 
 
-def branch_round(state: TrainState, specs: Sequence[SceneSpec], *, levels: int = 2, candidates: int = 8,
-                 policy_updates: int = 50, demos: Sequence[Episode] | None = None, seed: int = 0) -> dict:
-    """Branch rollouts on `specs`, then AWR on the chunks that beat the policy's mean chunk (`policy.branch`)."""
+def branch_round(state: TrainState, specs: Sequence[SceneSpec], *, levels: int | None = None,
+                 candidates: int | None = None, policy_updates: int = 50, demos: Sequence[Episode] | None = None,
+                 seed: int = 0) -> dict:
+    """Branch rollouts on `specs`, then AWR on the chunks that beat the policy's mean chunk (`policy.branch`).
+    levels and candidates default to TrainConfig.branch_levels / branch_candidates."""
     from policy.branch import branch_awr_steps, branch_rollouts
 
+    cfg = state.train_config
+    levels = cfg.branch_levels if levels is None else levels
+    candidates = cfg.branch_candidates if candidates is None else candidates
     gen = torch.Generator(device=state.device).manual_seed(seed)
     groups = branch_rollouts(state.policy, specs, levels=levels, candidates=candidates,
                              gamma=state.train_config.gamma, generator=gen, device=state.device)

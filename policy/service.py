@@ -23,7 +23,7 @@ from policy.checkpoint import TrainState, load_checkpoint, save_checkpoint
 from policy.config import PolicyConfig, TrainConfig
 from policy.data import stack_obs
 from policy.evaluate import evaluate, train_specs
-from policy.improve import awr_round, collect
+from policy.improve import awr_round, branch_round, collect
 from policy.rollout import Episode, planner_demos
 from policy.train import Progress, train_sft
 from sim.constants import OBS_INSTRUCTION
@@ -213,27 +213,38 @@ class TrainerService:
     def train(self, rollout_ids: Sequence[str], *, potentials: dict[str, list[float]] | None = None,
               demo_families: Sequence[str] = (), demos_per_family: int = 0,
               scene_demos: Sequence[SceneSpec] = (), critic_updates: int = 200,
-              policy_updates: int = 200, lora: bool = False, progress: Progress | None = None) -> dict:
-        """Critic + AWR updates on the given rollouts (shaped by per-rollout potentials when given), with BC on
-        planner demos of `demo_families` (`demos_per_family` each) and of the scenes `scene_demos` (the targeted
-        scenes of modes routed to BC; scenes the planner fails in add nothing). When the updates fail or are
-        cancelled (an exception from `progress`), the policy before them is put back."""
+              policy_updates: int = 200, lora: bool = False, progress: Progress | None = None,
+              collect: str = "branch") -> dict:
+        """Critic updates on the given rollouts (shaped by per-rollout potentials when given), then AWR policy
+        updates, with BC on planner demos of `demo_families` (`demos_per_family` each) and of the scenes
+        `scene_demos` (the targeted scenes of modes routed to BC; scenes the planner fails in add nothing).
+
+        collect="branch" (default): the policy updates use branch rollouts in the scenes of the given rollouts
+        (`policy.branch`: Monte-Carlo advantages of sampled chunks over the mean chunk from the same states);
+        "rollouts": AWR on the given rollouts with critic advantages (measured to pull a weak policy down, see
+        docs/BENCHMARKS.md). When the updates fail or are cancelled (an exception from `progress`), the policy
+        before them is put back."""
+        if collect not in ("branch", "rollouts"):
+            raise ValueError(f"collect must be 'branch' or 'rollouts', got {collect!r}")
         with self.lock:
             state = self.require_state()
             self.check_rollouts(rollout_ids)
             episodes = [self.episode(r) for r in rollout_ids]
             if not episodes:
                 raise ValueError("no rollouts to train on; collect rollouts first")
+            specs = list({t.spec.spec_hash(): t.spec for t in map(self.trace, dict.fromkeys(rollout_ids))}.values()
+                         ) if collect == "branch" and policy_updates else None
             try:
                 return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
-                                   critic_updates, policy_updates, lora, progress)
+                                   critic_updates, policy_updates, lora, progress, specs)
             except BaseException:
                 self._restore()
                 raise
 
     def _train(self, state: TrainState, episodes: list[Episode], potentials: dict[str, list[float]] | None,
                demo_families: Sequence[str], demos_per_family: int, scene_demos: Sequence[SceneSpec],
-               critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None) -> dict:
+               critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None,
+               branch_specs: list[SceneSpec] | None = None) -> dict:
         if lora and state.extra.get("lora") is None:
             from policy.lora import add_lora
 
@@ -250,7 +261,10 @@ class TrainerService:
         demos = [d for f in demo_families for d in self.demos_for(f, demos_per_family)] if demos_per_family else []
         own = self.demos_for_scenes(scene_demos) if scene_demos else []
         info = awr_round(state, [], episodes=episodes, demos=(demos + own) or None, critic_updates=critic_updates,
-                         policy_updates=policy_updates, potential=pot, progress=progress)
+                         policy_updates=0 if branch_specs else policy_updates, potential=pot, progress=progress)
+        if branch_specs:
+            info["branch"] = branch_round(state, branch_specs, policy_updates=policy_updates,
+                                          demos=(demos + own) or None, seed=state.step)
         info["shaped_rollouts"] = len(potentials or {})
         info["scene_demos"] = len(own)
         info["checkpoint"] = Path(self.save(f"step{state.step:06d}")).stem

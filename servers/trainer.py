@@ -168,6 +168,10 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         critic_updates: Annotated[int, Field(ge=0, le=100_000, description="K_Q critic updates")] = 200,
         policy_updates: Annotated[int, Field(ge=0, le=100_000, description="K_pi policy updates")] = 200,
         lora: Annotated[bool, Field(description="fine-tune LoRA adapters on the base policy")] = False,
+        collect: Annotated[Literal["branch", "rollouts"], Field(
+            description="data of the AWR policy updates: branch = sampled chunks tried against the policy's mean "
+                        "chunk from the same states in the rollouts' scenes (Monte-Carlo advantages); rollouts = "
+                        "the given rollouts with critic advantages")] = "branch",
     ) -> JobStarted:
         """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates, with BC on
         planner demos of demo_families and demo_scene_ids."""
@@ -198,7 +202,8 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
             info = service.train(rollout_ids, potentials=potentials, demo_families=demo_families,
                                  demos_per_family=demos_per_family, scene_demos=demo_specs,
                                  critic_updates=critic_updates,
-                                 policy_updates=policy_updates, lora=lora, progress=reporter(job))
+                                 policy_updates=policy_updates, lora=lora, progress=reporter(job),
+                                 collect=collect)
             return {**info, "potential_scenes_without_rollouts": unused}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")

@@ -233,7 +233,7 @@ def test_shaped_training_checkpoints_and_restart(run_dir, seeded):
         async with Client(build_server(run_dir)) as c:
             job = await ok(c, "start_training", {"rollout_ids": [rid], "potential_programs": {
                 scene_id: seeded["potential"], "0123456789abcdef": seeded["potential"]},
-                "critic_updates": 2, "policy_updates": 2})
+                "critic_updates": 2, "policy_updates": 2, "collect": "rollouts"})
             assert job["kind"] == "train"
             done = await finish(c, job["job_id"])
             assert done["state"] == "succeeded", done
@@ -257,10 +257,13 @@ def test_shaped_training_checkpoints_and_restart(run_dir, seeded):
 
         async with Client(build_server(run_dir)) as c:  # a restarted server resumes from the loaded policy
             assert (await ok(c, "list_checkpoints", {}))["current_step"] == 0
-            # rollouts saved by the earlier server are still there to train on
+            # rollouts saved by the earlier server are still there to train on; by default the policy updates
+            # use branch rollouts in their scene (sampled chunks against the mean chunk from the same states)
             job = await ok(c, "start_training", {"rollout_ids": [rid], "critic_updates": 1, "policy_updates": 1})
             done = await finish(c, job["job_id"])
             assert done["state"] == "succeeded" and done["result"]["shaped_rollouts"] == 0, done
+            branch = done["result"]["branch"]
+            assert 1 <= branch["groups"] <= 2 and branch["chunks"] == 8 * branch["groups"], branch
 
     run(main())
 
