@@ -128,10 +128,19 @@ class ChunkReplayBuffer:
 
     def add_episode(self, observations: Sequence[Mapping], actions: np.ndarray, *, success: bool,
                     is_demo: bool = False, episode_id: int = 0, terminated: bool | None = None,
-                    potentials: Sequence[float] | None = None, stride: int | None = None) -> int:
-        """Split an episode into chunk transitions and store them; returns how many were added."""
+                    potentials: Sequence[float] | None = None, stride: int | None = None,
+                    keep: np.ndarray | None = None) -> int:
+        """Split an episode into chunk transitions and store them; returns how many were added.
+
+        `keep` (bool, one per transition, i.e. per window start) drops the transitions marked False.
+        """
         arrays = episode_to_chunks(observations, actions, success=success, terminated=terminated,
                                    potentials=potentials, stride=stride)
+        if keep is not None:
+            keep = np.asarray(keep, dtype=bool)
+            if keep.shape != (len(arrays[ACTION]),):
+                raise ValueError(f"keep must hold one flag per transition ({len(arrays[ACTION])}), got {keep.shape}")
+            arrays = {k: v[keep] for k, v in arrays.items()}
         n = len(arrays[ACTION])
         arrays["instruction_id"] = np.full(n, self._instruction_id(str(observations[0][OBS_INSTRUCTION])))
         arrays[IS_DEMO] = np.full(n, bool(is_demo))

@@ -21,6 +21,11 @@ def register(sub, name: str) -> None:
     p.add_argument("--family", required=True, help="pick_place | stack | articulated | prep")
     p.add_argument("--demos", type=int, default=200, help="training scenes whose planner demos are used")
     p.add_argument("--updates", type=int, default=1500)
+    p.add_argument("--perturbed", type=int, default=0,
+                   help="more training scenes (after --demos) whose planner demos run with perturbation bursts "
+                        "(DART-style, policy.demos); only windows without a perturbed step are cloned")
+    p.add_argument("--perturb-sigma", type=float, default=0.015, help="perturbation std per axis, metres")
+    p.add_argument("--perturb-prob", type=float, default=0.05, help="chance per step that a 1-2 step burst starts")
     p.add_argument("--backbone", default="transformer", help="transformer | deepsets")
     p.add_argument("--d-model", type=int, default=128, help="network width (prep needs 192, see docs/BENCHMARKS.md)")
     p.add_argument("--layers", type=int, default=2, help="backbone blocks")
@@ -70,14 +75,21 @@ def cmd_sft(args) -> int:
     executor = executor_from_args(args)
     c0 = time.process_time()
     demos = planner_demos(train_specs(args.family, args.demos), executor=executor)
+    clean = len(demos)
+    if args.perturbed:
+        from policy.demos import perturbed_planner_demos
+
+        demos += perturbed_planner_demos(train_specs(args.family, args.perturbed, start=args.demos),
+                                         args.perturb_sigma, args.perturb_prob, seed=args.seed * 1_000_003)
     pcfg = PolicyConfig(backbone=args.backbone, d_model=args.d_model, n_layers=args.layers)
     tcfg = TrainConfig(batch_size=args.batch_size, seed=args.seed)
     from policy.train import train_sft
 
     state, tlog = train_sft(demos, pcfg, tcfg, args.updates, progress=_progress)
-    state.extra.update({"family": args.family, "kind": "sft", "demos": len(demos)})
+    state.extra.update({"family": args.family, "kind": "sft", "demos": clean, "perturbed_demos": len(demos) - clean})
     path = save_checkpoint(Path(args.out), state)
-    result = {"checkpoint": str(path), "family": args.family, "demos": len(demos), **tlog.summary(),
+    result = {"checkpoint": str(path), "family": args.family, "demos": clean, "perturbed_demos": len(demos) - clean,
+              **tlog.summary(),
               "train_cpu_seconds": round(time.process_time() - c0, 1)}
     if args.eval:
         ev = evaluate(state.policy, args.family, "in", args.eval, device=state.device, executor=executor)
