@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import argparse
 import shlex
 import sys
 from pathlib import Path
@@ -15,11 +16,29 @@ from pathlib import Path
 from coda.cli import emit
 
 
+def seed_list(text: str) -> list[int]:
+    """'3' -> [0, 1, 2]; '1,2' -> [1, 2]."""
+    try:
+        if "," not in text:
+            n = int(text)
+            if n < 1:
+                raise ValueError
+            return list(range(n))
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+        if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+            raise ValueError
+        return seeds
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count N >= 1 or distinct seeds like 1,2; got {text!r}") from None
+
+
 def register(sub, name: str) -> None:
     p = sub.add_parser(name, help="run methods x seeds (resumable cell by cell) and write the results tables")
     p.add_argument("--methods", default="sft,domain_rand,uniform,success_guided,no_memory,coda",
                    help="comma-separated methods (see `coda experiment --list`)")
-    p.add_argument("--seeds", type=int, default=3, help="number of seeds (0..N-1)")
+    p.add_argument("--seeds", type=seed_list, default=seed_list("3"),
+                   help="N (seeds 0..N-1) or a comma-separated list, e.g. 1,2: processes that run different seeds "
+                        "can share one --out (finished cells are shared; base policies are per seed)")
     p.add_argument("--preset", default="quick", help="tiny | quick | paper (with the experiment budget overrides)")
     p.add_argument("--families", default=None, help="comma-separated subset of families")
     p.add_argument("--rounds", type=int, default=None, help="override the number of rounds")
@@ -27,7 +46,8 @@ def register(sub, name: str) -> None:
     p.add_argument("--resume", action="store_true", help="continue DIR: finished cells are skipped")
     p.add_argument("--transfer", action="store_true",
                    help="also run the transfer cells (backbone memory transfer, program transfer across families)")
-    p.add_argument("--transfer-seeds", type=int, default=None, help="seeds of the transfer cells (default: all)")
+    p.add_argument("--transfer-seeds", type=seed_list, default=None,
+                   help="N or a comma-separated list: seeds of the transfer cells (default: all)")
     p.add_argument("--threshold-gain", type=float, default=0.05,
                    help="Text2potential table: threshold = base mean OOD success + this")
     p.add_argument("--embedder", choices=["minilm", "hashing"], default=None,
@@ -67,8 +87,7 @@ def run(args) -> int:
     if args.rounds is not None:
         overrides["rounds"] = args.rounds
     preset = experiment_preset(args.preset, **overrides)
-    seeds = list(range(args.seeds))
-    transfer_seeds = list(range(args.transfer_seeds)) if args.transfer_seeds is not None else None
+    seeds, transfer_seeds = args.seeds, args.transfer_seeds
     try:
         t = run_experiment(out, methods, seeds, preset, resume=args.resume, transfer=args.transfer,
                            transfer_seeds=transfer_seeds, embedder=args.embedder, threshold_gain=args.threshold_gain,

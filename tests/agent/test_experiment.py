@@ -496,3 +496,16 @@ def test_coda_experiment_end_to_end_with_kill_and_resume(tmp_path):
     cells = {p.stem: json.loads(p.read_text()) for p in (out / "cells").glob("*.json")}
     assert cells["domain_rand-s0"]["batches"]["r1"] == {"domain_rand": 3}
     assert cells["coda-s0"]["metrics"]["accepted_per_round"] == [3, 3]
+
+
+def test_seed_list_accepts_a_count_or_a_list():
+    import argparse
+
+    from coda.commands.experiment import seed_list
+
+    assert seed_list("3") == [0, 1, 2]
+    assert seed_list("1,2") == [1, 2]
+    assert seed_list("2,") == [2]
+    for bad in ("0", "-1", "1,1", "a", ",", "1,-2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            seed_list(bad)
