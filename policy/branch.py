@@ -11,6 +11,13 @@ state s at control step t, branch i ending at step T_i, and the trunk ending at 
 AWR then regresses the policy onto the chunks that beat the deployed one: weights exp(A/β) clipped, zero for
 A ≤ 0, normalized to mean 1 over the kept chunks.
 
+Text2potential (scenes with a potential Φ in `phi`): branches and the trunk's baseline are cut `horizon` chunks
+after the branched chunk, and the cut state is valued by the potential. A rollout cut at step T' that has not
+ended returns γ^(T' − t) · β · Φ(s_T'); one that ends before the cut returns γ^(T − t) · success (Φ = 0 at
+terminal states). These are the potential-shaped returns r + γΦ(s') − Φ(s) summed to the cut, less the −βΦ(s)
+that every candidate from s shares, so the advantages are the shaped ones: dense where successes are rare, and
+the branches are shorter. With Φ ≡ 0 the same cut gives sparse truncated returns (the control).
+
 Why not the critic on ordinary rollouts (`policy.improve.awr_round`)? Measured on a weak pick_place policy
 (docs/BENCHMARKS.md, Policy): a chunk critic fit on a few hundred sparse-reward episodes ranks held-out chunks
 barely better than chance (AUC 0.55–0.65), so its advantages carry little information, and regressing onto
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,25 +64,31 @@ class BranchGroup:
     """(J,) G_i of each candidate's branch"""
     mean_return: float
     """G_mean: the trunk's return from this state (mean chunk, then the mean policy)"""
+    shaped: bool = False
+    """returns are cut and valued by a potential (module doc), so returns > 0 no longer mean success"""
 
     @property
     def advantages(self) -> np.ndarray:
         return self.returns - self.mean_return
 
 
-def _finish(policy, envs: list[CodaEnv], obs: list[dict], embedder, device) -> None:
-    """Follow the mean policy until every env's episode ends (one batched forward pass per chunk)."""
-    done = [False] * len(envs)
-    while not all(done):
-        live = [i for i, d in enumerate(done) if not d]
+def _follow(policy, envs: list[CodaEnv], obs: list[dict], embedder, device, chunks: list[int | None] | None = None,
+            after_chunk: Callable[[int, bool], None] | None = None) -> list[bool]:
+    """Follow the mean policy until each env's episode ends or env i has run `chunks[i]` chunks (None = to the
+    end); one batched forward pass per chunk. `after_chunk(i, ended)` is called after each chunk of env i.
+    Returns which episodes ended."""
+    limit = list(chunks) if chunks is not None else [None] * len(envs)
+    ended = [False] * len(envs)
+    while live := [i for i in range(len(envs)) if not ended[i] and (limit[i] is None or limit[i] > 0)]:
         with torch.no_grad():
-            chunks = policy.mean_action(collate_obs([obs[i] for i in live], embedder, device)).cpu().numpy()
+            means = policy.mean_action(collate_obs([obs[i] for i in live], embedder, device)).cpu().numpy()
         for k, i in enumerate(live):
-            for a in chunks[k]:
-                obs[i], _, term, trunc, _ = envs[i].step(a)
-                if term or trunc:
-                    done[i] = True
-                    break
+            obs[i], ended[i] = _run_chunk(envs[i], means[k])
+            if limit[i] is not None:
+                limit[i] -= 1
+            if after_chunk is not None:
+                after_chunk(i, ended[i])
+    return ended
 
 
 def _run_chunk(env: CodaEnv, chunk: np.ndarray) -> tuple[dict, bool]:
@@ -88,27 +101,50 @@ def _run_chunk(env: CodaEnv, chunk: np.ndarray) -> tuple[dict, bool]:
     return obs, ended
 
 
+PhiFn = Callable[[dict, list[tuple[np.ndarray, np.ndarray]]], list[float]]
+"""Φ of one scene: (initial_bottom, [(qpos, qvel), ...]) -> values in [0, 1] (`sim.potential.state_potential`)"""
+
+
+def _snapshot(env: CodaEnv) -> tuple[np.ndarray, np.ndarray]:
+    return env.data.qpos.copy(), env.data.qvel.copy()
+
+
 def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, candidates: int = 8,
                     gamma: float = 0.99, generator: torch.Generator | None = None, device="cpu", embedder=None,
-                    batch: int = 16) -> list[BranchGroup]:
+                    batch: int = 16, phi: Mapping[str, PhiFn] | None = None, horizon: int = 3,
+                    beta: float = 1.0) -> list[BranchGroup]:
     """Branch groups at the first `levels` chunk boundaries of each scene's mean-policy episode (see module doc),
     in spec order, then by step (a trunk that ends earlier has fewer).
 
-    Scenes are processed `batch` at a time; inference is batched over all their trunks and branches.
+    Scenes whose spec hash is in `phi` are shaped: their branches and trunk baselines are cut `horizon` chunks
+    after the branched chunk and the cut states valued by β·Φ. Scenes are processed `batch` at a time; inference
+    is batched over all their trunks and branches.
     """
     if levels < 1 or candidates < 1:
         raise ValueError(f"levels and candidates must be >= 1, got levels={levels}, candidates={candidates}")
+    if horizon < 0:
+        raise ValueError(f"horizon must be >= 0, got {horizon}")
+    phi = phi or {}
     embedder = embedder or get_embedder()
     policy.eval()
     groups: list[BranchGroup] = []
     for start in range(0, len(specs), batch):
         part = specs[start : start + batch]
+        shaped = [s.spec_hash() in phi for s in part]
         compiled = [compile_scene(s) for s in part]
         trunks = [CodaEnv(c) for c in compiled]
         trunk_obs = [t.reset(seed=0) for t in trunks]
         trunk_done = [False] * len(trunks)
-        mine: list[tuple[int, BranchGroup, list[CodaEnv]]] = []  # (scene index, group, branch envs)
-        for _ in range(levels):
+        # shaped scenes: the trunk's (steps, ended, state) after every chunk, index = chunks run
+        log: list[list[tuple[int, bool, tuple | None]]] = [[(0, False, _snapshot(t) if sh else None)]
+                                                            for t, sh in zip(trunks, shaped, strict=True)]
+
+        def logged(i: int, ended: bool) -> None:
+            if shaped[i]:
+                log[i].append((trunks[i].steps, ended, _snapshot(trunks[i])))
+
+        mine: list[tuple[int, int, BranchGroup, list[CodaEnv], list[bool]]] = []  # scene, level, group, envs, ended
+        for level in range(levels):
             live = [i for i, d in enumerate(trunk_done) if not d]
             if not live:
                 break
@@ -116,30 +152,82 @@ def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, cand
                 obs_batch = collate_obs([trunk_obs[i] for i in live], embedder, device)
                 means = policy.mean_action(obs_batch).cpu().numpy()
                 samples = policy.sample(obs_batch, candidates, generator=generator).cpu().numpy()
-            branch_envs, branch_obs = [], []
+            branch_envs, branch_obs, branch_limit, owners = [], [], [], []
             for k, i in enumerate(live):
-                saved, envs = trunks[i].get_state(), []
-                for c in samples[k]:
+                saved, envs, ended = trunks[i].get_state(), [], [False] * candidates
+                for j, c in enumerate(samples[k]):
                     env = CodaEnv(compiled[i])
                     env.reset(seed=0)
                     env.set_state(saved)
-                    obs, ended = _run_chunk(env, c)
+                    obs, ended[j] = _run_chunk(env, c)
                     envs.append(env)
-                    if not ended:
+                    if not ended[j] and (not shaped[i] or horizon > 0):
                         branch_envs.append(env)
                         branch_obs.append(obs)
+                        branch_limit.append(horizon if shaped[i] else None)
+                        owners.append((ended, j))
                 group = BranchGroup(part[i].spec_hash(), trunks[i].steps, trunk_obs[i],
-                                    samples[k].astype(np.float32), np.zeros(candidates, np.float32), 0.0)
-                mine.append((i, group, envs))
+                                    samples[k].astype(np.float32), np.zeros(candidates, np.float32), 0.0, shaped[i])
+                mine.append((i, level, group, envs, ended))
                 trunk_obs[i], trunk_done[i] = _run_chunk(trunks[i], means[k])
-            _finish(policy, branch_envs, branch_obs, embedder, device)
-        _finish(policy, [t for t, d in zip(trunks, trunk_done, strict=True) if not d],
-                [o for o, d in zip(trunk_obs, trunk_done, strict=True) if not d], embedder, device)
-        for i, group, envs in sorted(mine, key=lambda m: (m[0], m[1].step)):  # spec order, then step
-            group.returns = np.array([gamma ** (e.steps - group.step) * e.success() for e in envs], dtype=np.float32)
-            group.mean_return = float(gamma ** (trunks[i].steps - group.step) * trunks[i].success())
+                logged(i, trunk_done[i])
+            done = _follow(policy, branch_envs, branch_obs, embedder, device, branch_limit)
+            for (ended, j), d in zip(owners, done, strict=True):
+                ended[j] = d
+        rest = [i for i, d in enumerate(trunk_done) if not d]
+        # a shaped trunk is only needed up to its last level's cut; an unshaped one runs to the end
+        need = [(levels + horizon - len(log[i]) + 1) if shaped[i] else None for i in rest]
+        _follow(policy, [trunks[i] for i in rest], [trunk_obs[i] for i in rest], embedder, device,
+                [None if n is None else max(n, 0) for n in need], after_chunk=lambda k, e: logged(rest[k], e))
+        values = _cut_values(part, trunks, mine, log, shaped, phi, horizon)
+        for i, level, group, envs, ended in sorted(mine, key=lambda m: (m[0], m[1])):  # spec order, then step
+            if not shaped[i]:
+                group.returns = np.array([gamma ** (e.steps - group.step) * e.success() for e in envs], np.float32)
+                group.mean_return = float(gamma ** (trunks[i].steps - group.step) * trunks[i].success())
+            else:
+                group.returns = np.array([_cut_return(e.steps, d, e.success(), values.get((i, level, j)), group.step,
+                                                      gamma, beta) for j, (e, d) in enumerate(zip(envs, ended))],
+                                         np.float32)
+                steps, t_ended, _ = log[i][min(level + 1 + horizon, len(log[i]) - 1)]
+                success = t_ended and trunks[i].success()
+                group.mean_return = _cut_return(steps, t_ended, success, values.get((i, level, "trunk")), group.step,
+                                                gamma, beta)
             groups.append(group)
     return groups
+
+
+def _cut_values(part, trunks, mine, log, shaped, phi, horizon) -> dict:
+    """β-free Φ at every cut state that did not end, one potential call per shaped scene."""
+    values: dict = {}
+    for i, spec in enumerate(part):
+        if not shaped[i]:
+            continue
+        keys, states = [], []
+        for si, level, _, envs, ended in mine:
+            if si != i:
+                continue
+            for j, (env, d) in enumerate(zip(envs, ended, strict=True)):
+                if not d:
+                    keys.append((i, level, j))
+                    states.append(_snapshot(env))
+            _, t_ended, state = log[i][min(level + 1 + horizon, len(log[i]) - 1)]
+            if not t_ended:
+                keys.append((i, level, "trunk"))
+                states.append(state)
+        if keys:
+            vals = phi[spec.spec_hash()](trunks[i].state.initial_bottom, states)
+            if len(vals) != len(keys):
+                raise ValueError(f"potential returned {len(vals)} values for {len(keys)} states")
+            values.update(zip(keys, vals, strict=True))
+    return values
+
+
+def _cut_return(steps: int, ended: bool, success: bool, phi: float | None, t: int, gamma: float,
+                beta: float) -> float:
+    """Return from step t of a rollout cut at `steps`: the success if it ended there, else β·Φ of the cut state."""
+    if ended:
+        return float(gamma ** (steps - t) * success)
+    return float(gamma ** (steps - t) * beta * (phi or 0.0))
 
 
 def branch_batch(groups: Sequence[BranchGroup], beta: float, clip: float, embedder=None,
@@ -187,9 +275,11 @@ def branch_awr_steps(state: TrainState, groups: Sequence[BranchGroup], updates: 
             state.step += 1
         state.policy.eval()
     adv = np.concatenate([g.advantages for g in groups]) if groups else np.zeros(0)
-    return {"groups": len(groups), "chunks": int(adv.size), "positive_chunks": kept,
-            "mixed_groups": sum(bool((g.advantages != 0).any()) for g in groups),
-            "branch_success": float(np.mean([(g.returns > 0).mean() for g in groups])) if groups else 0.0,
-            "mean_chunk_success": float(np.mean([g.mean_return > 0 for g in groups])) if groups else 0.0,
+    sparse = [g for g in groups if not g.shaped]
+    return {"groups": len(groups), "shaped_groups": len(groups) - len(sparse), "chunks": int(adv.size),
+            "positive_chunks": kept, "mixed_groups": sum(bool((g.advantages != 0).any()) for g in groups),
+            # success of the candidate branches / the trunk, over the unshaped groups (run to the episode's end)
+            "branch_success": float(np.mean([(g.returns > 0).mean() for g in sparse])) if sparse else None,
+            "mean_chunk_success": float(np.mean([g.mean_return > 0 for g in sparse])) if sparse else None,
             "updates": updates if kept else 0, "seconds": round(time.perf_counter() - t0, 2),
             "final_loss": float(np.mean(losses[-20:])) if losses else float("nan")}

@@ -128,6 +128,9 @@ class TrainConfig:
     """branch AWR (policy.branch): chunk boundaries of each scene's mean-policy episode that are branched"""
     branch_candidates: int = 8
     """branch AWR: chunks sampled from the policy and tried from each branch state"""
+    branch_horizon: int = 3
+    """branch AWR in scenes with a Text2potential Φ: chunks followed after the branched one before the branch is
+    cut and its state valued by shaping_beta · Φ (scenes without Φ run to the end of the episode)"""
     target_tau: float = 0.005
     """Polyak rate of the target critic after each critic update (1 = hard copy)"""
     next_value: str = "mean"
@@ -149,6 +152,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size!r}")
+        if self.branch_horizon < 0:
+            raise ValueError(f"branch_horizon must be >= 0, got {self.branch_horizon}")
         if self.branch_levels < 1 or self.branch_candidates < 1:
             raise ValueError(f"branch_levels and branch_candidates must be >= 1, got {self.branch_levels} and "
                              f"{self.branch_candidates}")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -11,6 +12,9 @@ from policy.rollout import Episode, chunk_fn, rollout
 from policy.train import Progress, awr_steps, demo_buffer, rollout_buffer
 from sim.spec import SceneSpec
 from sim.workers import Executor
+
+if TYPE_CHECKING:
+    from policy.branch import PhiFn
 
 PotentialFn = Callable[[Episode], list[float]]
 """Φ at each of an episode's T+1 observations (chunk endpoints are what the critic reads)"""
@@ -48,15 +52,18 @@ def awr_round(state: TrainState, specs: Sequence[SceneSpec], *, rollouts_per_sce
 
 def branch_round(state: TrainState, specs: Sequence[SceneSpec], *, levels: int | None = None,
                  candidates: int | None = None, policy_updates: int = 50, demos: Sequence[Episode] | None = None,
-                 seed: int = 0) -> dict:
+                 seed: int = 0, phi: Mapping[str, PhiFn] | None = None, horizon: int | None = None) -> dict:
     """Branch rollouts on `specs`, then AWR on the chunks that beat the policy's mean chunk (`policy.branch`).
-    levels and candidates default to TrainConfig.branch_levels / branch_candidates."""
+    Scenes whose spec hash is in `phi` are shaped by their potential (cut after `horizon` chunks, valued by
+    shaping_beta · Φ). levels, candidates and horizon default to TrainConfig.branch_levels / branch_candidates /
+    branch_horizon."""
     from policy.branch import branch_awr_steps, branch_rollouts
 
     cfg = state.train_config
     levels = cfg.branch_levels if levels is None else levels
     candidates = cfg.branch_candidates if candidates is None else candidates
+    horizon = cfg.branch_horizon if horizon is None else horizon
     gen = torch.Generator(device=state.device).manual_seed(seed)
-    groups = branch_rollouts(state.policy, specs, levels=levels, candidates=candidates,
-                             gamma=state.train_config.gamma, generator=gen, device=state.device)
+    groups = branch_rollouts(state.policy, specs, levels=levels, candidates=candidates, gamma=cfg.gamma,
+                             generator=gen, device=state.device, phi=phi, horizon=horizon, beta=cfg.shaping_beta)
     return branch_awr_steps(state, groups, policy_updates, demo_buffer(demos) if demos else None)

@@ -163,7 +163,7 @@ class TrainerService:
                    progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[float]], list[str]]:
         """Φ at every state of each rollout whose scene has a program in `programs` (scene id -> source), run in
         the sandbox once per scene. Returns (potentials by rollout id, scene ids of `programs` no rollout is in)."""
-        from sim.potential import PotentialError, episode, run_program
+        from sim.potential import PotentialError, episode, phi_values
 
         by_scene: dict[str, list[tuple[str, Trace]]] = {}
         for rid in dict.fromkeys(rollout_ids):
@@ -173,15 +173,11 @@ class TrainerService:
                 by_scene.setdefault(sid, []).append((rid, trace))
         out: dict[str, list[float]] = {}
         for n, (sid, items) in enumerate(by_scene.items(), start=1):
-            result = run_program(programs[sid], items[0][1].spec, [episode(t) for _, t in items])
-            if not result.ok:
-                raise PotentialError(f"the potential program of scene {sid} failed: {result.error.kind}: "
-                                     f"{result.error.message}")
-            for (rid, _), ep in zip(items, result.value["episodes"], strict=True):
-                if any(p is None for p in ep["phi"]):
-                    raise PotentialError(f"the potential program of scene {sid} returned non-finite values on "
-                                         f"rollout {rid}")
-                out[rid] = [min(1.0, max(0.0, p)) for p in ep["phi"]]
+            try:
+                values = phi_values(programs[sid], items[0][1].spec, [episode(t) for _, t in items])
+            except PotentialError as exc:
+                raise PotentialError(f"the potential program of scene {sid} failed: {exc}") from None
+            out.update({rid: v for (rid, _), v in zip(items, values, strict=True)})
             if progress is not None:
                 progress(n, len(by_scene))
         return out, [sid for sid in programs if sid not in by_scene]
@@ -214,13 +210,15 @@ class TrainerService:
               demo_families: Sequence[str] = (), demos_per_family: int = 0,
               scene_demos: Sequence[SceneSpec] = (), critic_updates: int = 200,
               policy_updates: int = 200, lora: bool = False, progress: Progress | None = None,
-              collect: str = "branch") -> dict:
+              collect: str = "branch", programs: Mapping[str, str] | None = None) -> dict:
         """Critic updates on the given rollouts (shaped by per-rollout potentials when given), then AWR policy
         updates, with BC on planner demos of `demo_families` (`demos_per_family` each) and of the scenes
         `scene_demos` (the targeted scenes of modes routed to BC; scenes the planner fails in add nothing).
 
         collect="branch" (default): the policy updates use branch rollouts in the scenes of the given rollouts
-        (`policy.branch`: Monte-Carlo advantages of sampled chunks over the mean chunk from the same states);
+        (`policy.branch`: Monte-Carlo advantages of sampled chunks over the mean chunk from the same states;
+        in scenes with a potential program in `programs` (scene id -> source) the branches are cut and valued by
+        the potential, run in the sandbox);
         "rollouts": AWR on the given rollouts with critic advantages (measured to pull a weak policy down, see
         docs/BENCHMARKS.md). When the updates fail or are cancelled (an exception from `progress`), the policy
         before them is put back."""
@@ -236,7 +234,7 @@ class TrainerService:
                          ) if collect == "branch" and policy_updates else None
             try:
                 return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
-                                   critic_updates, policy_updates, lora, progress, specs)
+                                   critic_updates, policy_updates, lora, progress, specs, programs)
             except BaseException:
                 self._restore()
                 raise
@@ -244,7 +242,7 @@ class TrainerService:
     def _train(self, state: TrainState, episodes: list[Episode], potentials: dict[str, list[float]] | None,
                demo_families: Sequence[str], demos_per_family: int, scene_demos: Sequence[SceneSpec],
                critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None,
-               branch_specs: list[SceneSpec] | None = None) -> dict:
+               branch_specs: list[SceneSpec] | None = None, programs: Mapping[str, str] | None = None) -> dict:
         if lora and state.extra.get("lora") is None:
             from policy.lora import add_lora
 
@@ -263,8 +261,12 @@ class TrainerService:
         info = awr_round(state, [], episodes=episodes, demos=(demos + own) or None, critic_updates=critic_updates,
                          policy_updates=0 if branch_specs else policy_updates, potential=pot, progress=progress)
         if branch_specs:
+            from sim.potential import state_potential
+
+            phi = {s.spec_hash(): state_potential(programs[s.spec_hash()], s)
+                   for s in branch_specs if s.spec_hash() in (programs or {})}
             info["branch"] = branch_round(state, branch_specs, policy_updates=policy_updates,
-                                          demos=(demos + own) or None, seed=state.step)
+                                          demos=(demos + own) or None, seed=state.step, phi=phi)
         info["shaped_rollouts"] = len(potentials or {})
         info["scene_demos"] = len(own)
         info["checkpoint"] = Path(self.save(f"step{state.step:06d}")).stem

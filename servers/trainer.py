@@ -170,7 +170,8 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         lora: Annotated[bool, Field(description="fine-tune LoRA adapters on the base policy")] = False,
         collect: Annotated[Literal["branch", "rollouts"], Field(
             description="data of the AWR policy updates: branch = sampled chunks tried against the policy's mean "
-                        "chunk from the same states in the rollouts' scenes (Monte-Carlo advantages); rollouts = "
+                        "chunk from the same states in the rollouts' scenes (Monte-Carlo advantages; in scenes with a "
+                        "potential program the branches are cut after a few chunks and valued by Φ); rollouts = "
                         "the given rollouts with critic advantages")] = "branch",
     ) -> JobStarted:
         """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates, with BC on
@@ -203,7 +204,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                  demos_per_family=demos_per_family, scene_demos=demo_specs,
                                  critic_updates=critic_updates,
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job),
-                                 collect=collect)
+                                 collect=collect, programs=potential_programs)
             return {**info, "potential_scenes_without_rollouts": unused}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")

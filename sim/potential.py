@@ -297,10 +297,32 @@ def _rise_problem(rho: float, e: dict, subgoals: list[str]) -> str:
 
 def potentials(source: str, spec, trace, every: int = 1, *, pool=None) -> list[float]:
     """Φ at every `every`-th state of a trace (raises PotentialError when the program fails to run)."""
-    result = run_program(source, spec, [episode(trace, every)], pool=pool)
+    return phi_values(source, spec, [episode(trace, every)], pool=pool)[0]
+
+
+def phi_values(source: str, spec, episodes: list[dict], *, pool=None) -> list[list[float]]:
+    """Φ, clipped to [0, 1], at the states of each sandbox input episode (`episode`, or any dict with
+    initial_bottom / qpos / qvel); raises PotentialError when the program fails or returns a non-finite value."""
+    result = run_program(source, spec, episodes, pool=pool)
     if not result.ok:
         raise PotentialError(f"{result.error.kind}: {result.error.message}")
-    phi = result.value["episodes"][0]["phi"]
-    if any(p is None for p in phi):
-        raise PotentialError("the program returned non-finite potentials")
-    return [min(1.0, max(0.0, p)) for p in phi]
+    out = []
+    for ep in result.value["episodes"]:
+        if any(p is None for p in ep["phi"]):
+            raise PotentialError("the program returned non-finite potentials")
+        out.append([min(1.0, max(0.0, p)) for p in ep["phi"]])
+    return out
+
+
+def state_potential(source: str, spec, *, pool=None):
+    """Φ of one scene as a function of simulator states: f(initial_bottom, [(qpos, qvel), ...]) -> [Φ, ...], one
+    sandbox run per call (`policy.branch` values the states where shaped branch rollouts are cut with it)."""
+
+    def phi(initial_bottom: dict, states) -> list[float]:
+        if not states:
+            return []
+        ep = {"initial_bottom": dict(initial_bottom), "qpos": [np.asarray(q).tolist() for q, _ in states],
+              "qvel": [np.asarray(v).tolist() for _, v in states]}
+        return phi_values(source, spec, [ep], pool=pool)[0]
+
+    return phi

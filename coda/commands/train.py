@@ -47,6 +47,15 @@ def register(sub, name: str) -> None:
     p.add_argument("--scenes", type=int, default=80, help="training scenes rolled out per round")
     p.add_argument("--levels", type=int, default=2, help="branch: chunk boundaries branched per scene")
     p.add_argument("--candidates", type=int, default=8, help="branch: sampled chunks tried per branch state")
+    p.add_argument("--potential", choices=("none", "task", "zero"), default="none",
+                   help="branch: Text2potential shaping of every scene — task: the offline compiler's potential "
+                        "from the task description (checked on the scene's planner demo, run in the sandbox); "
+                        "zero: Φ = 0 (branches cut at the same horizon, sparse: the control)")
+    p.add_argument("--horizon", type=int, default=None,
+                   help="branch with a potential: chunks followed after the branched one before the cut "
+                        "(default TrainConfig.branch_horizon)")
+    p.add_argument("--eval-rounds", action="store_true",
+                   help="also evaluate after every round (success per round in the result, for updates-to-threshold)")
     p.add_argument("--rollouts", type=int, default=2, help="sample: rollouts per scene per round")
     p.add_argument("--critic-updates", type=int, default=300, help="sample: critic updates per round")
     p.add_argument("--policy-updates", type=int, default=None, help="per round (default 50 branch, 300 sample)")
@@ -58,6 +67,32 @@ def register(sub, name: str) -> None:
     p.add_argument("--json", action="store_true")
     add_executor_arguments(p)
     p.set_defaults(func=cmd_awr)
+
+
+def scene_potentials(specs, kind: str) -> dict | None:
+    """Per-scene Φ for `coda train awr --potential`: none -> None; zero -> Φ ≡ 0; task -> the offline compiler's
+    potential from the task description, checked against the scene's planner demonstration and run in the
+    sandbox (a scene whose program fails the checks stays unshaped)."""
+    if kind == "none":
+        return None
+    if kind == "zero":
+        return {s.spec_hash(): (lambda initial_bottom, states: [0.0] * len(states)) for s in specs}
+    from agent.roles.potential_templates import write_program
+    from policy.rollout import planner_demos
+    from sim.potential import check_program, episode, state_potential
+
+    demos = {d.spec_hash: d for d in planner_demos(specs, record=True)}
+    out = {}
+    for spec in specs:
+        demo = demos.get(spec.spec_hash())
+        if demo is None or demo.trace is None:
+            continue
+        source = write_program(spec, factor="task", phase="other", cause=f"the task: {spec.task.instruction}",
+                               tool="awr_shaped", level=2, cause_objects=[])
+        if check_program(source, spec, [], [episode(demo.trace)]).ok:
+            out[spec.spec_hash()] = state_potential(source, spec)
+    print(f"potential: {len(out)} of {len(specs)} scenes shaped", file=sys.stderr)
+    return out
 
 
 def _progress(done: int, total: int, metrics: dict) -> None:
@@ -125,15 +160,23 @@ def cmd_awr(args) -> int:
         if args.collect == "branch":
             updates = 50 if args.policy_updates is None else args.policy_updates
             info = branch_round(state, specs, levels=args.levels, candidates=args.candidates, policy_updates=updates,
-                                demos=demos, seed=args.seed + r)
-            print(f"round {r + 1}: mean-chunk success {info['mean_chunk_success']:.2f}, branch success "
-                  f"{info['branch_success']:.2f}, {info['positive_chunks']} chunks beat the mean", file=sys.stderr)
+                                demos=demos, seed=args.seed + r, phi=scene_potentials(specs, args.potential),
+                                horizon=args.horizon)
+            if info["mean_chunk_success"] is not None:
+                print(f"round {r + 1}: mean-chunk success {info['mean_chunk_success']:.2f}, branch success "
+                      f"{info['branch_success']:.2f}", file=sys.stderr)
+            print(f"round {r + 1}: {info['positive_chunks']} of {info['chunks']} chunks beat the mean chunk "
+                  f"({info['shaped_groups']} of {info['groups']} branch states shaped)", file=sys.stderr)
         else:
             updates = 300 if args.policy_updates is None else args.policy_updates
             info = awr_round(state, specs, rollouts_per_scene=args.rollouts, demos=demos,
                              critic_updates=args.critic_updates, policy_updates=updates,
                              seed=args.seed + r, progress=_progress, executor=executor)
             print(f"round {r + 1}: rollout success {info['rollout_success']:.2f}", file=sys.stderr)
+        if args.eval and args.eval_rounds and r + 1 < args.rounds:
+            ev = evaluate(state.policy, args.family, "in", args.eval, device=state.device, executor=executor)
+            info.update({"success": ev["success_rate"], "stderr": ev["stderr"]})
+            print(f"round {r + 1}: in-distribution success {ev['success_rate']:.3f}", file=sys.stderr)
         rounds.append(info)
     state.extra.update({"family": args.family, "kind": "awr", "collect": args.collect, "rounds": len(rounds)})
     path = save_checkpoint(Path(args.out), state)
@@ -143,6 +186,8 @@ def cmd_awr(args) -> int:
         after = evaluate(state.policy, args.family, "in", args.eval, device=state.device, executor=executor)
         result.update({"before": before["success_rate"], "before_stderr": before["stderr"],
                        "after": after["success_rate"], "after_stderr": after["stderr"], "eval_n": after["n"]})
+        if args.eval_rounds:
+            rounds[-1].update({"success": after["success_rate"], "stderr": after["stderr"]})
     result["total_seconds"] = round(time.perf_counter() - t0, 1)
     emit(result, args.json)
     return 0

@@ -72,3 +72,65 @@ def test_branch_rollouts_on_a_scene(levels, candidates, small_config, embedder):
     for a, b in zip(groups, again, strict=True):  # reproducible from the generator's seed
         np.testing.assert_array_equal(a.chunks, b.chunks)
         np.testing.assert_array_equal(a.returns, b.returns)
+
+
+def test_shaped_branches_are_cut_and_valued_by_the_potential(small_config, embedder):
+    """Φ ≡ 0 with a horizon past the episode's end gives exactly the unshaped returns; a constant Φ = c values
+    every cut state γ^n·β·c, so no candidate beats the mean chunk (the trunk is cut after as many steps)."""
+    torch.manual_seed(0)
+    state = build_train_state(small_config(), TrainConfig(), with_critic=False, device="cpu")
+    specs = [sample_spec("pick_place", 0), sample_spec("stack", 1)]
+    keys = [s.spec_hash() for s in specs]
+
+    def run(**kw):
+        return branch_rollouts(state.policy, specs, levels=2, candidates=3, generator=torch.Generator().manual_seed(0),
+                               embedder=embedder, batch=2, **kw)
+
+    plain = run()
+    assert not any(g.shaped for g in plain)
+    zero = {k: (lambda ib, states: [0.0] * len(states)) for k in keys}
+    long = run(phi=zero, horizon=1000)
+    assert all(g.shaped for g in long)
+    for a, b in zip(plain, long, strict=True):
+        np.testing.assert_array_equal(a.chunks, b.chunks)
+        np.testing.assert_allclose(a.returns, b.returns)
+        assert a.mean_return == pytest.approx(b.mean_return)
+    calls = []
+
+    def const(ib, states):
+        calls.append(len(states))
+        assert isinstance(ib, dict) and all(q.ndim == 1 and v.ndim == 1 for q, v in states)
+        return [0.5] * len(states)
+
+    gamma, beta, horizon = 0.99, 2.0, 2
+    cut = run(phi={keys[0]: const}, horizon=horizon, beta=beta, gamma=gamma)
+    assert [g.shaped for g in cut] == [True, True, False, False]  # only the first scene has a potential
+    assert len(calls) == 1 and calls[0] == 2 * 3 + 2  # one call per scene: 2 levels × (3 branches + the trunk)
+    expected = gamma ** ((1 + horizon) * CHUNK) * beta * 0.5  # nothing ends within 3 chunks for a random policy
+    for g in cut[:2]:
+        np.testing.assert_allclose(g.returns, expected, rtol=1e-6)
+        assert g.mean_return == pytest.approx(expected, rel=1e-6)
+        assert not (g.advantages > 0).any()
+    for a, b in zip(plain[2:], cut[2:], strict=True):  # the unshaped scene is untouched
+        np.testing.assert_allclose(a.returns, b.returns)
+    info = branch_awr_steps(state, cut, updates=5, embedder=embedder)
+    assert info["shaped_groups"] == 2 and info["positive_chunks"] == 0
+    with pytest.raises(ValueError, match="horizon"):
+        run(phi=zero, horizon=-1)
+
+
+def test_state_potential_runs_a_program_in_the_sandbox_like_the_trace_path():
+    from agent.roles.potential_templates import write_program
+    from policy.rollout import planner_demos
+    from sim.potential import potentials, state_potential
+
+    spec = sample_spec("pick_place", 3)
+    demo = planner_demos([spec], record=True)[0]
+    source = write_program(spec, factor="task", phase="other", cause=f"the task: {spec.task.instruction}",
+                           tool="awr_shaped", level=2)
+    phi = state_potential(source, spec)
+    trace = demo.trace
+    values = phi(trace.initial_bottom, [(trace.qpos[t], trace.qvel[t]) for t in range(0, trace.steps + 1, 8)])
+    np.testing.assert_allclose(values, potentials(source, spec, trace, every=8)[: len(values)])
+    assert values[0] < values[-1] <= 1.0 and all(0.0 <= v <= 1.0 for v in values)
+    assert phi(trace.initial_bottom, []) == []

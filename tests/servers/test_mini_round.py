@@ -136,6 +136,10 @@ def test_mini_round_through_tool_calls(tmp_path):
                 assert done["state"] == "succeeded", done
                 trained = done["result"]
                 assert trained["shaped_rollouts"] == 1 and trained["episodes"] == len(rollouts)
+                # the policy updates' branch rollouts in the shaped scene are cut and valued by the potential
+                assert trained["branch"]["shaped_groups"] >= 1
+                assert trained["branch"]["shaped_groups"] < trained["branch"]["groups"] or len(
+                    {x["scene_id"] for x in rollouts}) == 1
                 await ok(memory, "update_learning_progress", {"mode_id": mode_id, "before": 0.0, "after": 0.0,
                                                               "round": 0, "training_program_id": f"t-{mode_id}",
                                                               "updates": trained["updates"]})
