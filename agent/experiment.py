@@ -385,6 +385,10 @@ def run_experiment(out: Path, methods: list[str], seeds: list[int], preset: Pres
             raise ValueError(f"{out} was run with another preset budget; cells would not be comparable")
         config["methods"] = list(dict.fromkeys(old["methods"] + methods))
         config["seeds"] = sorted(set(old["seeds"]) | set(seeds))
+        if old.get("transfer"):  # a process of another seed group may run the transfer cells
+            config["transfer"] = True
+            config["transfer_seeds"] = sorted(set(old.get("transfer_seeds", [])) | set(transfer_seeds if transfer
+                                                                                        else []))
         config["started"] = old.get("started")
         config["commits"] = sorted(set(old.get("commits", [old.get("commit")])) | {config["commit"]})
     config.setdefault("started", time.strftime("%Y-%m-%d %H:%M:%S"))

@@ -509,3 +509,17 @@ def test_seed_list_accepts_a_count_or_a_list():
     for bad in ("0", "-1", "1,1", "a", ",", "1,-2"):
         with pytest.raises(argparse.ArgumentTypeError):
             seed_list(bad)
+
+
+def test_seed_groups_share_one_directory(tmp_path):
+    """Processes for different seeds on one --out (scripts/experiment_quick.sh SEED_GROUPS): the configuration
+    keeps every seed and the transfer cells of the first group; all cells land in the same tables."""
+    out = tmp_path / "exp"
+    fake_cell.calls, fake_cell.crash_at = [], None
+    run_experiment(out, ["sft", "coda"], [0], PRESET, cell_runner=fake_cell, transfer=True, transfer_seeds=[0])
+    run_experiment(out, ["sft", "coda"], [1], PRESET, cell_runner=fake_cell, resume=True)
+    config = json.loads((out / "experiment.json").read_text())
+    assert config["seeds"] == [0, 1] and config["transfer"] is True and config["transfer_seeds"] == [0]
+    assert {"sft-s1", "coda-s1", "coda-s0"} <= set(fake_cell.calls)
+    t = write_tables(out)
+    assert t["pending_cells"] == [] and len(t["cells"]) == len(list((out / "cells").glob("*.json")))
