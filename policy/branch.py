@@ -18,6 +18,11 @@ terminal states). These are the potential-shaped returns r + γΦ(s') − Φ(s) 
 that every candidate from s shares, so the advantages are the shaped ones: dense where successes are rare, and
 the branches are shorter. With Φ ≡ 0 the same cut gives sparse truncated returns (the control).
 
+`shaping="fallback"` uses Φ only where the sparse outcome says nothing: every branch runs to the end of its
+episode as in an unshaped scene, and only a group in which no candidate and not the trunk succeeded is valued
+at the cut by β·Φ. Groups with a success keep their Monte-Carlo advantages, so the potential adds a signal where
+there was none instead of blurring one that exists.
+
 Why not the critic on ordinary rollouts (`policy.improve.awr_round`)? Measured on a weak pick_place policy
 (docs/BENCHMARKS.md, Policy): a chunk critic fit on a few hundred sparse-reward episodes ranks held-out chunks
 barely better than chance (AUC 0.55–0.65), so its advantages carry little information, and regressing onto
@@ -66,6 +71,9 @@ class BranchGroup:
     """G_mean: the trunk's return from this state (mean chunk, then the mean policy)"""
     shaped: bool = False
     """returns are cut and valued by a potential (module doc), so returns > 0 no longer mean success"""
+    complete: bool = True
+    """the branches and the trunk ran to the end of their episodes (false when cut: `shaping="cut"`); a shaped
+    complete group had no success at all (`shaping="fallback"`)"""
 
     @property
     def advantages(self) -> np.ndarray:
@@ -101,6 +109,8 @@ def _run_chunk(env: CodaEnv, chunk: np.ndarray) -> tuple[dict, bool]:
     return obs, ended
 
 
+SHAPING_MODES = ("cut", "fallback")
+
 PhiFn = Callable[[dict, list[tuple[np.ndarray, np.ndarray]]], list[float]]
 """Φ of one scene: (initial_bottom, [(qpos, qvel), ...]) -> values in [0, 1] (`sim.potential.state_potential`)"""
 
@@ -112,25 +122,30 @@ def _snapshot(env: CodaEnv) -> tuple[np.ndarray, np.ndarray]:
 def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, candidates: int = 8,
                     gamma: float = 0.99, generator: torch.Generator | None = None, device="cpu", embedder=None,
                     batch: int = 16, phi: Mapping[str, PhiFn] | None = None, horizon: int = 3,
-                    beta: float = 1.0) -> list[BranchGroup]:
+                    beta: float = 1.0, shaping: str = "cut") -> list[BranchGroup]:
     """Branch groups at the first `levels` chunk boundaries of each scene's mean-policy episode (see module doc),
     in spec order, then by step (a trunk that ends earlier has fewer).
 
     Scenes whose spec hash is in `phi` are shaped: their branches and trunk baselines are cut `horizon` chunks
-    after the branched chunk and the cut states valued by β·Φ. Scenes are processed `batch` at a time; inference
-    is batched over all their trunks and branches.
+    after the branched chunk and the cut states valued by β·Φ (`shaping="cut"`), or run to the end and valued
+    at the cut only in groups without any success (`shaping="fallback"`). Scenes are processed `batch` at a time;
+    inference is batched over all their trunks and branches.
     """
     if levels < 1 or candidates < 1:
         raise ValueError(f"levels and candidates must be >= 1, got levels={levels}, candidates={candidates}")
     if horizon < 0:
         raise ValueError(f"horizon must be >= 0, got {horizon}")
+    if shaping not in SHAPING_MODES:
+        raise ValueError(f"shaping must be one of {', '.join(SHAPING_MODES)}, got {shaping!r}")
     phi = phi or {}
+    fallback = shaping == "fallback"
     embedder = embedder or get_embedder()
     policy.eval()
     groups: list[BranchGroup] = []
     for start in range(0, len(specs), batch):
         part = specs[start : start + batch]
         shaped = [s.spec_hash() in phi for s in part]
+        stop = [sh and not fallback for sh in shaped]  # branches and trunk stop at the cut
         compiled = [compile_scene(s) for s in part]
         trunks = [CodaEnv(c) for c in compiled]
         trunk_obs = [t.reset(seed=0) for t in trunks]
@@ -144,6 +159,7 @@ def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, cand
                 log[i].append((trunks[i].steps, ended, _snapshot(trunks[i])))
 
         mine: list[tuple[int, int, BranchGroup, list[CodaEnv], list[bool]]] = []  # scene, level, group, envs, ended
+        cut: dict[tuple[int, int, int], tuple[int, bool, tuple | None]] = {}  # shaped branch -> (steps, ended, state)
         for level in range(levels):
             live = [i for i, d in enumerate(trunk_done) if not d]
             if not live:
@@ -152,7 +168,7 @@ def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, cand
                 obs_batch = collate_obs([trunk_obs[i] for i in live], embedder, device)
                 means = policy.mean_action(obs_batch).cpu().numpy()
                 samples = policy.sample(obs_batch, candidates, generator=generator).cpu().numpy()
-            branch_envs, branch_obs, branch_limit, owners = [], [], [], []
+            branch_envs, branch_obs, branch_limit, owners, keys = [], [], [], [], []
             for k, i in enumerate(live):
                 saved, envs, ended = trunks[i].get_state(), [], [False] * candidates
                 for j, c in enumerate(samples[k]):
@@ -161,55 +177,72 @@ def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, cand
                     env.set_state(saved)
                     obs, ended[j] = _run_chunk(env, c)
                     envs.append(env)
-                    if not ended[j] and (not shaped[i] or horizon > 0):
+                    if shaped[i] and (ended[j] or horizon == 0):
+                        cut[(i, level, j)] = (env.steps, ended[j], None if ended[j] else _snapshot(env))
+                    if not ended[j] and (not stop[i] or horizon > 0):
                         branch_envs.append(env)
                         branch_obs.append(obs)
-                        branch_limit.append(horizon if shaped[i] else None)
+                        branch_limit.append(horizon if stop[i] else None)
                         owners.append((ended, j))
+                        keys.append((i, level, j) if shaped[i] and horizon > 0 else None)
                 group = BranchGroup(part[i].spec_hash(), trunks[i].steps, trunk_obs[i],
                                     samples[k].astype(np.float32), np.zeros(candidates, np.float32), 0.0, shaped[i])
                 mine.append((i, level, group, envs, ended))
                 trunk_obs[i], trunk_done[i] = _run_chunk(trunks[i], means[k])
                 logged(i, trunk_done[i])
-            done = _follow(policy, branch_envs, branch_obs, embedder, device, branch_limit)
+            followed = [0] * len(branch_envs)
+
+            def branch_chunk(k: int, ended_k: bool) -> None:  # record a shaped branch's state at its cut
+                followed[k] += 1
+                if keys[k] is not None and keys[k] not in cut and (ended_k or followed[k] == horizon):
+                    env_k = branch_envs[k]
+                    cut[keys[k]] = (env_k.steps, ended_k, None if ended_k else _snapshot(env_k))
+
+            done = _follow(policy, branch_envs, branch_obs, embedder, device, branch_limit, after_chunk=branch_chunk)
             for (ended, j), d in zip(owners, done, strict=True):
                 ended[j] = d
         rest = [i for i, d in enumerate(trunk_done) if not d]
         # a shaped trunk is only needed up to its last level's cut; an unshaped one runs to the end
-        need = [(levels + horizon - len(log[i]) + 1) if shaped[i] else None for i in rest]
+        need = [(levels + horizon - len(log[i]) + 1) if stop[i] else None for i in rest]
         _follow(policy, [trunks[i] for i in rest], [trunk_obs[i] for i in rest], embedder, device,
                 [None if n is None else max(n, 0) for n in need], after_chunk=lambda k, e: logged(rest[k], e))
-        values = _cut_values(part, trunks, mine, log, shaped, phi, horizon)
-        for i, level, group, envs, ended in sorted(mine, key=lambda m: (m[0], m[1])):  # spec order, then step
-            if not shaped[i]:
-                group.returns = np.array([gamma ** (e.steps - group.step) * e.success() for e in envs], np.float32)
-                group.mean_return = float(gamma ** (trunks[i].steps - group.step) * trunks[i].success())
-            else:
-                group.returns = np.array([_cut_return(e.steps, d, e.success(), values.get((i, level, j)), group.step,
-                                                      gamma, beta) for j, (e, d) in enumerate(zip(envs, ended))],
-                                         np.float32)
+        # the groups valued at the cut: every group of a shaped scene, or (fallback) those without a success
+        valued = set()
+        for i, level, group, envs, _ in mine:
+            group.returns = np.array([gamma ** (e.steps - group.step) * e.success() for e in envs], np.float32)
+            group.mean_return = float(gamma ** (trunks[i].steps - group.step) * trunks[i].success())
+            if shaped[i] and (not fallback or not (group.returns.any() or group.mean_return > 0)):
+                valued.add((i, level))
+        values = _cut_values(part, trunks, mine, log, cut, valued, phi, horizon)
+        for i, level, group, envs, _ in sorted(mine, key=lambda m: (m[0], m[1])):  # spec order, then step
+            if (i, level) in valued:
+                group.shaped = True
+                group.returns = np.array([_cut_return(*cut[(i, level, j)][:2], cut[(i, level, j)][1] and e.success(),
+                                                      values.get((i, level, j)), group.step, gamma, beta)
+                                          for j, e in enumerate(envs)], np.float32)
                 steps, t_ended, _ = log[i][min(level + 1 + horizon, len(log[i]) - 1)]
-                success = t_ended and trunks[i].success()
-                group.mean_return = _cut_return(steps, t_ended, success, values.get((i, level, "trunk")), group.step,
-                                                gamma, beta)
+                group.mean_return = _cut_return(steps, t_ended, t_ended and trunks[i].success(),
+                                                values.get((i, level, "trunk")), group.step, gamma, beta)
+            else:
+                group.shaped = False
+            group.complete = not stop[i]
             groups.append(group)
     return groups
 
 
-def _cut_values(part, trunks, mine, log, shaped, phi, horizon) -> dict:
-    """β-free Φ at every cut state that did not end, one potential call per shaped scene."""
+def _cut_values(part, trunks, mine, log, cut, valued, phi, horizon) -> dict:
+    """β-free Φ at every cut state of the `valued` groups that did not end, one potential call per scene."""
     values: dict = {}
     for i, spec in enumerate(part):
-        if not shaped[i]:
-            continue
         keys, states = [], []
-        for si, level, _, envs, ended in mine:
-            if si != i:
+        for si, level, _, envs, _ in mine:
+            if si != i or (i, level) not in valued:
                 continue
-            for j, (env, d) in enumerate(zip(envs, ended, strict=True)):
-                if not d:
+            for j in range(len(envs)):
+                _, ended, state = cut[(i, level, j)]
+                if not ended:
                     keys.append((i, level, j))
-                    states.append(_snapshot(env))
+                    states.append(state)
             _, t_ended, state = log[i][min(level + 1 + horizon, len(log[i]) - 1)]
             if not t_ended:
                 keys.append((i, level, "trunk"))
@@ -275,11 +308,12 @@ def branch_awr_steps(state: TrainState, groups: Sequence[BranchGroup], updates: 
             state.step += 1
         state.policy.eval()
     adv = np.concatenate([g.advantages for g in groups]) if groups else np.zeros(0)
-    sparse = [g for g in groups if not g.shaped]
-    return {"groups": len(groups), "shaped_groups": len(groups) - len(sparse), "chunks": int(adv.size),
+    full = [g for g in groups if g.complete]
+    return {"groups": len(groups), "shaped_groups": sum(g.shaped for g in groups), "chunks": int(adv.size),
             "positive_chunks": kept, "mixed_groups": sum(bool((g.advantages != 0).any()) for g in groups),
-            # success of the candidate branches / the trunk, over the unshaped groups (run to the episode's end)
-            "branch_success": float(np.mean([(g.returns > 0).mean() for g in sparse])) if sparse else None,
-            "mean_chunk_success": float(np.mean([g.mean_return > 0 for g in sparse])) if sparse else None,
+            # success of the candidate branches / the trunk, over the groups run to the episode's end
+            "branch_success": float(np.mean([0.0 if g.shaped else (g.returns > 0).mean() for g in full]))
+            if full else None,
+            "mean_chunk_success": float(np.mean([not g.shaped and g.mean_return > 0 for g in full])) if full else None,
             "updates": updates if kept else 0, "seconds": round(time.perf_counter() - t0, 2),
             "final_loss": float(np.mean(losses[-20:])) if losses else float("nan")}

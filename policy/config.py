@@ -131,6 +131,9 @@ class TrainConfig:
     branch_horizon: int = 3
     """branch AWR in scenes with a Text2potential Φ: chunks followed after the branched one before the branch is
     cut and its state valued by shaping_beta · Φ (scenes without Φ run to the end of the episode)"""
+    branch_shaping: str = "cut"
+    """branch AWR with Φ: "cut" values every branch of a shaped scene at the cut; "fallback" runs them to the end
+    and uses Φ only in branch groups where no candidate and not the trunk succeeded (policy.branch)"""
     target_tau: float = 0.005
     """Polyak rate of the target critic after each critic update (1 = hard copy)"""
     next_value: str = "mean"
@@ -154,6 +157,8 @@ class TrainConfig:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size!r}")
         if self.branch_horizon < 0:
             raise ValueError(f"branch_horizon must be >= 0, got {self.branch_horizon}")
+        if self.branch_shaping not in ("cut", "fallback"):
+            raise ValueError(f"branch_shaping must be cut or fallback, got {self.branch_shaping!r}")
         if self.branch_levels < 1 or self.branch_candidates < 1:
             raise ValueError(f"branch_levels and branch_candidates must be >= 1, got {self.branch_levels} and "
                              f"{self.branch_candidates}")

@@ -52,18 +52,21 @@ def awr_round(state: TrainState, specs: Sequence[SceneSpec], *, rollouts_per_sce
 
 def branch_round(state: TrainState, specs: Sequence[SceneSpec], *, levels: int | None = None,
                  candidates: int | None = None, policy_updates: int = 50, demos: Sequence[Episode] | None = None,
-                 seed: int = 0, phi: Mapping[str, PhiFn] | None = None, horizon: int | None = None) -> dict:
+                 seed: int = 0, phi: Mapping[str, PhiFn] | None = None, horizon: int | None = None,
+                 shaping: str | None = None) -> dict:
     """Branch rollouts on `specs`, then AWR on the chunks that beat the policy's mean chunk (`policy.branch`).
     Scenes whose spec hash is in `phi` are shaped by their potential (cut after `horizon` chunks, valued by
-    shaping_beta · Φ). levels, candidates and horizon default to TrainConfig.branch_levels / branch_candidates /
-    branch_horizon."""
+    shaping_beta · Φ; `shaping` "cut" or "fallback", see `policy.branch`). levels, candidates, horizon and shaping
+    default to TrainConfig.branch_levels / branch_candidates / branch_horizon / branch_shaping."""
     from policy.branch import branch_awr_steps, branch_rollouts
 
     cfg = state.train_config
     levels = cfg.branch_levels if levels is None else levels
     candidates = cfg.branch_candidates if candidates is None else candidates
     horizon = cfg.branch_horizon if horizon is None else horizon
+    shaping = cfg.branch_shaping if shaping is None else shaping
     gen = torch.Generator(device=state.device).manual_seed(seed)
     groups = branch_rollouts(state.policy, specs, levels=levels, candidates=candidates, gamma=cfg.gamma,
-                             generator=gen, device=state.device, phi=phi, horizon=horizon, beta=cfg.shaping_beta)
+                             generator=gen, device=state.device, phi=phi, horizon=horizon, beta=cfg.shaping_beta,
+                             shaping=shaping)
     return branch_awr_steps(state, groups, policy_updates, demo_buffer(demos) if demos else None)

@@ -54,6 +54,9 @@ def register(sub, name: str) -> None:
     p.add_argument("--horizon", type=int, default=None,
                    help="branch with a potential: chunks followed after the branched one before the cut "
                         "(default TrainConfig.branch_horizon)")
+    p.add_argument("--shaping", choices=("cut", "fallback"), default=None,
+                   help="branch with a potential: cut = every branch valued at the cut; fallback = branches run to "
+                        "the end and Φ is used only where no branch succeeded (default TrainConfig.branch_shaping)")
     p.add_argument("--eval-rounds", action="store_true",
                    help="also evaluate after every round (success per round in the result, for updates-to-threshold)")
     p.add_argument("--rollouts", type=int, default=2, help="sample: rollouts per scene per round")
@@ -161,7 +164,7 @@ def cmd_awr(args) -> int:
             updates = 50 if args.policy_updates is None else args.policy_updates
             info = branch_round(state, specs, levels=args.levels, candidates=args.candidates, policy_updates=updates,
                                 demos=demos, seed=args.seed + r, phi=scene_potentials(specs, args.potential),
-                                horizon=args.horizon)
+                                horizon=args.horizon, shaping=args.shaping)
             if info["mean_chunk_success"] is not None:
                 print(f"round {r + 1}: mean-chunk success {info['mean_chunk_success']:.2f}, branch success "
                       f"{info['branch_success']:.2f}", file=sys.stderr)

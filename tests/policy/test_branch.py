@@ -119,6 +119,53 @@ def test_shaped_branches_are_cut_and_valued_by_the_potential(small_config, embed
         run(phi=zero, horizon=-1)
 
 
+
+def test_fallback_shaping_values_only_groups_without_a_success(small_config, embedder, monkeypatch):
+    """shaping="fallback": branches run to the end; a group with no success is valued at the cut exactly as
+    "cut" values it (same cut states, one Φ call per scene), and a group with a success keeps its sparse returns."""
+    from sim.env import CodaEnv
+
+    torch.manual_seed(0)
+    state = build_train_state(small_config(), TrainConfig(), with_critic=False, device="cpu")
+    specs = [sample_spec("pick_place", 0), sample_spec("stack", 1)]
+    seen: dict[str, list] = {"cut": [], "fallback": []}
+
+    def phi_for(mode):
+        def phi(ib, states):  # a potential that differs between states: the height of the first free body
+            seen[mode].append(len(states))
+            return [float(np.clip(q[2], 0.0, 1.0)) for q, _ in states]
+        return phi
+
+    def run(mode, **kw):
+        return branch_rollouts(state.policy, specs, levels=2, candidates=3, generator=torch.Generator().manual_seed(0),
+                               embedder=embedder, batch=2, horizon=2, shaping=mode,
+                               phi={s.spec_hash(): phi_for(mode) for s in specs}, **kw)
+
+    plain = branch_rollouts(state.policy, specs, levels=2, candidates=3, generator=torch.Generator().manual_seed(0),
+                            embedder=embedder, batch=2)
+    assert not any((g.returns > 0).any() or g.mean_return > 0 for g in plain)  # a random policy never succeeds
+    cut, fallback = run("cut"), run("fallback")
+    assert all(g.shaped for g in fallback) and all(g.complete for g in fallback)
+    assert not any(g.complete for g in cut)
+    assert seen["cut"] == seen["fallback"] and len(seen["cut"]) == 2  # one potential call per scene, same states
+    for a, b in zip(cut, fallback, strict=True):
+        np.testing.assert_array_equal(a.returns, b.returns)
+        assert a.mean_return == b.mean_return
+    info = branch_awr_steps(state, fallback, updates=0, embedder=embedder)
+    assert info["shaped_groups"] == 4 and info["branch_success"] == 0.0 and info["mean_chunk_success"] == 0.0
+
+    monkeypatch.setattr(CodaEnv, "success", lambda self: True)  # every group now has a success
+    plain = branch_rollouts(state.policy, specs, levels=2, candidates=3, generator=torch.Generator().manual_seed(0),
+                            embedder=embedder, batch=2)
+    seen["fallback"].clear()
+    fallback = run("fallback")
+    assert not any(g.shaped for g in fallback) and seen["fallback"] == []  # Φ never consulted
+    for a, b in zip(plain, fallback, strict=True):
+        np.testing.assert_array_equal(a.returns, b.returns)
+        assert a.mean_return == b.mean_return
+    with pytest.raises(ValueError, match="shaping"):
+        run("sometimes")
+
 def test_state_potential_runs_a_program_in_the_sandbox_like_the_trace_path():
     from agent.roles.potential_templates import write_program
     from policy.rollout import planner_demos
