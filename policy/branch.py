@@ -137,97 +137,109 @@ def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, cand
         raise ValueError(f"horizon must be >= 0, got {horizon}")
     if shaping not in SHAPING_MODES:
         raise ValueError(f"shaping must be one of {', '.join(SHAPING_MODES)}, got {shaping!r}")
-    phi = phi or {}
-    fallback = shaping == "fallback"
     embedder = embedder or get_embedder()
     policy.eval()
     groups: list[BranchGroup] = []
     for start in range(0, len(specs), batch):
-        part = specs[start : start + batch]
-        shaped = [s.spec_hash() in phi for s in part]
-        stop = [sh and not fallback for sh in shaped]  # branches and trunk stop at the cut
-        compiled = [compile_scene(s) for s in part]
-        trunks = [CodaEnv(c) for c in compiled]
-        trunk_obs = [t.reset(seed=0) for t in trunks]
-        trunk_done = [False] * len(trunks)
-        # shaped scenes: the trunk's (steps, ended, state) after every chunk, index = chunks run
-        log: list[list[tuple[int, bool, tuple | None]]] = [[(0, False, _snapshot(t) if sh else None)]
-                                                            for t, sh in zip(trunks, shaped, strict=True)]
-
-        def logged(i: int, ended: bool) -> None:
-            if shaped[i]:
-                log[i].append((trunks[i].steps, ended, _snapshot(trunks[i])))
-
-        mine: list[tuple[int, int, BranchGroup, list[CodaEnv], list[bool]]] = []  # scene, level, group, envs, ended
-        cut: dict[tuple[int, int, int], tuple[int, bool, tuple | None]] = {}  # shaped branch -> (steps, ended, state)
-        for level in range(levels):
-            live = [i for i, d in enumerate(trunk_done) if not d]
-            if not live:
-                break
-            with torch.no_grad():
-                obs_batch = collate_obs([trunk_obs[i] for i in live], embedder, device)
-                means = policy.mean_action(obs_batch).cpu().numpy()
-                samples = policy.sample(obs_batch, candidates, generator=generator).cpu().numpy()
-            branch_envs, branch_obs, branch_limit, owners, keys = [], [], [], [], []
-            for k, i in enumerate(live):
-                saved, envs, ended = trunks[i].get_state(), [], [False] * candidates
-                for j, c in enumerate(samples[k]):
-                    env = CodaEnv(compiled[i])
-                    env.reset(seed=0)
-                    env.set_state(saved)
-                    obs, ended[j] = _run_chunk(env, c)
-                    envs.append(env)
-                    if shaped[i] and (ended[j] or horizon == 0):
-                        cut[(i, level, j)] = (env.steps, ended[j], None if ended[j] else _snapshot(env))
-                    if not ended[j] and (not stop[i] or horizon > 0):
-                        branch_envs.append(env)
-                        branch_obs.append(obs)
-                        branch_limit.append(horizon if stop[i] else None)
-                        owners.append((ended, j))
-                        keys.append((i, level, j) if shaped[i] and horizon > 0 else None)
-                group = BranchGroup(part[i].spec_hash(), trunks[i].steps, trunk_obs[i],
-                                    samples[k].astype(np.float32), np.zeros(candidates, np.float32), 0.0, shaped[i])
-                mine.append((i, level, group, envs, ended))
-                trunk_obs[i], trunk_done[i] = _run_chunk(trunks[i], means[k])
-                logged(i, trunk_done[i])
-            followed = [0] * len(branch_envs)
-
-            def branch_chunk(k: int, ended_k: bool) -> None:  # record a shaped branch's state at its cut
-                followed[k] += 1
-                if keys[k] is not None and keys[k] not in cut and (ended_k or followed[k] == horizon):
-                    env_k = branch_envs[k]
-                    cut[keys[k]] = (env_k.steps, ended_k, None if ended_k else _snapshot(env_k))
-
-            done = _follow(policy, branch_envs, branch_obs, embedder, device, branch_limit, after_chunk=branch_chunk)
-            for (ended, j), d in zip(owners, done, strict=True):
-                ended[j] = d
-        rest = [i for i, d in enumerate(trunk_done) if not d]
-        # a shaped trunk is only needed up to its last level's cut; an unshaped one runs to the end
-        need = [(levels + horizon - len(log[i]) + 1) if stop[i] else None for i in rest]
-        _follow(policy, [trunks[i] for i in rest], [trunk_obs[i] for i in rest], embedder, device,
-                [None if n is None else max(n, 0) for n in need], after_chunk=lambda k, e: logged(rest[k], e))
-        # the groups valued at the cut: every group of a shaped scene, or (fallback) those without a success
-        valued = set()
-        for i, level, group, envs, _ in mine:
-            group.returns = np.array([gamma ** (e.steps - group.step) * e.success() for e in envs], np.float32)
-            group.mean_return = float(gamma ** (trunks[i].steps - group.step) * trunks[i].success())
-            if shaped[i] and (not fallback or not (group.returns.any() or group.mean_return > 0)):
-                valued.add((i, level))
-        values = _cut_values(part, trunks, mine, log, cut, valued, phi, horizon)
-        for i, level, group, envs, _ in sorted(mine, key=lambda m: (m[0], m[1])):  # spec order, then step
-            if (i, level) in valued:
-                group.shaped = True
-                group.returns = np.array([_cut_return(*cut[(i, level, j)][:2], cut[(i, level, j)][1] and e.success(),
-                                                      values.get((i, level, j)), group.step, gamma, beta)
-                                          for j, e in enumerate(envs)], np.float32)
-                steps, t_ended, _ = log[i][min(level + 1 + horizon, len(log[i]) - 1)]
-                group.mean_return = _cut_return(steps, t_ended, t_ended and trunks[i].success(),
-                                                values.get((i, level, "trunk")), group.step, gamma, beta)
-            else:
-                group.shaped = False
-            group.complete = not stop[i]
-            groups.append(group)
+        groups += _branch_part(policy, specs[start : start + batch], levels, candidates, gamma, generator, device,
+                               embedder, phi or {}, horizon, beta, shaping == "fallback")
     return groups
+
+
+def _branch_part(policy, part, levels, candidates, gamma, generator, device, embedder, phi, horizon, beta,
+                 fallback) -> list[BranchGroup]:
+    """`branch_rollouts` on one batch of scenes."""
+    groups: list[BranchGroup] = []
+    shaped = [s.spec_hash() in phi for s in part]
+    stop = [sh and not fallback for sh in shaped]  # branches and trunk stop at the cut
+    compiled = [compile_scene(s) for s in part]
+    trunks = [CodaEnv(c) for c in compiled]
+    trunk_obs = [t.reset(seed=0) for t in trunks]
+    trunk_done = [False] * len(trunks)
+    # shaped scenes: the trunk's (steps, ended, state) after every chunk, index = chunks run
+    log: list[list[tuple[int, bool, tuple | None]]] = [[(0, False, _snapshot(t) if sh else None)]
+                                                        for t, sh in zip(trunks, shaped, strict=True)]
+
+    def logged(i: int, ended: bool) -> None:
+        if shaped[i]:
+            log[i].append((trunks[i].steps, ended, _snapshot(trunks[i])))
+
+    mine: list[tuple[int, int, BranchGroup, list[CodaEnv], list[bool]]] = []  # scene, level, group, envs, ended
+    cut: dict[tuple[int, int, int], tuple[int, bool, tuple | None]] = {}  # shaped branch -> (steps, ended, state)
+    for level in range(levels):
+        live = [i for i, d in enumerate(trunk_done) if not d]
+        if not live:
+            break
+        with torch.no_grad():
+            obs_batch = collate_obs([trunk_obs[i] for i in live], embedder, device)
+            means = policy.mean_action(obs_batch).cpu().numpy()
+            samples = policy.sample(obs_batch, candidates, generator=generator).cpu().numpy()
+        branch_envs, branch_obs, branch_limit, owners, keys = [], [], [], [], []
+        for k, i in enumerate(live):
+            saved, envs, ended = trunks[i].get_state(), [], [False] * candidates
+            for j, c in enumerate(samples[k]):
+                env = CodaEnv(compiled[i])
+                env.reset(seed=0)
+                env.set_state(saved)
+                obs, ended[j] = _run_chunk(env, c)
+                envs.append(env)
+                if shaped[i] and (ended[j] or horizon == 0):
+                    cut[(i, level, j)] = (env.steps, ended[j], None if ended[j] else _snapshot(env))
+                if not ended[j] and (not stop[i] or horizon > 0):
+                    branch_envs.append(env)
+                    branch_obs.append(obs)
+                    branch_limit.append(horizon if stop[i] else None)
+                    owners.append((ended, j))
+                    keys.append((i, level, j) if shaped[i] and horizon > 0 else None)
+            group = BranchGroup(part[i].spec_hash(), trunks[i].steps, trunk_obs[i],
+                                samples[k].astype(np.float32), np.zeros(candidates, np.float32), 0.0, shaped[i])
+            mine.append((i, level, group, envs, ended))
+            trunk_obs[i], trunk_done[i] = _run_chunk(trunks[i], means[k])
+            logged(i, trunk_done[i])
+        done = _follow(policy, branch_envs, branch_obs, embedder, device, branch_limit,
+                       after_chunk=_cut_recorder(branch_envs, keys, cut, horizon))
+        for (ended, j), d in zip(owners, done, strict=True):
+            ended[j] = d
+    rest = [i for i, d in enumerate(trunk_done) if not d]
+    # a shaped trunk is only needed up to its last level's cut; an unshaped one runs to the end
+    need = [(levels + horizon - len(log[i]) + 1) if stop[i] else None for i in rest]
+    _follow(policy, [trunks[i] for i in rest], [trunk_obs[i] for i in rest], embedder, device,
+            [None if n is None else max(n, 0) for n in need], after_chunk=lambda k, e: logged(rest[k], e))
+    # the groups valued at the cut: every group of a shaped scene, or (fallback) those without a success
+    valued = set()
+    for i, level, group, envs, _ in mine:
+        group.returns = np.array([gamma ** (e.steps - group.step) * e.success() for e in envs], np.float32)
+        group.mean_return = float(gamma ** (trunks[i].steps - group.step) * trunks[i].success())
+        if shaped[i] and (not fallback or not (group.returns.any() or group.mean_return > 0)):
+            valued.add((i, level))
+    values = _cut_values(part, trunks, mine, log, cut, valued, phi, horizon)
+    for i, level, group, envs, _ in sorted(mine, key=lambda m: (m[0], m[1])):  # spec order, then step
+        if (i, level) in valued:
+            group.shaped = True
+            group.returns = np.array([_cut_return(*cut[(i, level, j)][:2], cut[(i, level, j)][1] and e.success(),
+                                                  values.get((i, level, j)), group.step, gamma, beta)
+                                      for j, e in enumerate(envs)], np.float32)
+            steps, t_ended, _ = log[i][min(level + 1 + horizon, len(log[i]) - 1)]
+            group.mean_return = _cut_return(steps, t_ended, t_ended and trunks[i].success(),
+                                            values.get((i, level, "trunk")), group.step, gamma, beta)
+        else:
+            group.shaped = False
+        group.complete = not stop[i]
+        groups.append(group)
+    return groups
+
+
+def _cut_recorder(envs: list[CodaEnv], keys: list, cut: dict, horizon: int) -> Callable[[int, bool], None]:
+    """An `after_chunk` for `_follow` that records env k's (steps, ended, state) in `cut[keys[k]]` once it has
+    run `horizon` chunks or ended (keys[k] None: not recorded)."""
+    followed = [0] * len(envs)
+
+    def record(k: int, ended: bool) -> None:
+        followed[k] += 1
+        if keys[k] is not None and keys[k] not in cut and (ended or followed[k] == horizon):
+            cut[keys[k]] = (envs[k].steps, ended, None if ended else _snapshot(envs[k]))
+
+    return record
 
 
 def _cut_values(part, trunks, mine, log, cut, valued, phi, horizon) -> dict:
