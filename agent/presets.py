@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from sim.constants import FAMILIES
 
@@ -72,3 +72,31 @@ def get_preset(name: str, **overrides) -> Preset:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
     return replace(PRESETS[name], **overrides) if overrides else PRESETS[name]
+
+
+SETTABLE = ("demos_per_family", "sft_updates", "rounds", "seed_scenes_per_family", "targeted_per_family",
+            "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "eps_novel",
+            "eps_replay", "lora")
+"""the budget fields `--set` may change"""
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """`--set` values like ["targeted_per_family=24", "lora=true,rounds=4"] -> typed Preset overrides."""
+    types = {f.name: f.type for f in fields(Preset)}
+    out: dict = {}
+    for item in (part for text in items for part in text.split(",") if part.strip()):
+        key, sep, value = (x.strip() for x in item.partition("="))
+        if not sep or key not in SETTABLE:
+            raise ValueError(f"--set expects KEY=VALUE with KEY one of {', '.join(SETTABLE)}; got {item!r}")
+        kind = types[key]
+        try:
+            if kind == "bool":
+                if value.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError
+                out[key] = value.lower() in ("true", "1")
+            else:
+                out[key] = float(value) if kind == "float" else int(value)
+        except ValueError:
+            expected = {"bool": "true or false", "float": "a number"}.get(kind, "an integer")
+            raise ValueError(f"--set {key}: expected {expected}, got {value!r}") from None
+    return out

@@ -43,6 +43,9 @@ def register(sub, name: str) -> None:
     p.add_argument("--families", default=None, help="comma-separated subset of families")
     p.add_argument("--rounds", type=int, default=None, help="override the number of rounds")
     p.add_argument("--out", default=None, help="experiment directory (required unless --list)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="change a budget of the preset, e.g. --set targeted_per_family=24,rollouts_per_scene=4 "
+                        "(repeatable; keys: agent.presets.SETTABLE)")
     p.add_argument("--resume", action="store_true", help="continue DIR: finished cells are skipped")
     p.add_argument("--transfer", action="store_true",
                    help="also run the transfer cells (backbone memory transfer, program transfer across families)")
@@ -61,6 +64,7 @@ def register(sub, name: str) -> None:
 def run(args) -> int:
     from agent.experiment import experiment_preset, run_experiment, write_tables
     from agent.methods import METHODS
+    from agent.presets import parse_overrides
 
     if args.list:
         rows = {m.name: m.summary for m in METHODS.values()}
@@ -86,7 +90,12 @@ def run(args) -> int:
         overrides["families"] = tuple(f.strip() for f in args.families.split(","))
     if args.rounds is not None:
         overrides["rounds"] = args.rounds
-    preset = experiment_preset(args.preset, **overrides)
+    try:
+        overrides.update(parse_overrides(args.set))
+        preset = experiment_preset(args.preset, **overrides)
+    except ValueError as exc:
+        print(f"coda {args.command}: {exc}", file=sys.stderr)
+        return 2
     seeds, transfer_seeds = args.seeds, args.transfer_seeds
     try:
         t = run_experiment(out, methods, seeds, preset, resume=args.resume, transfer=args.transfer,

@@ -29,6 +29,9 @@ def register(sub, name: str) -> None:
     p.add_argument("--max-cost", type=float, default=5.0, help="autonomous mode: most USD spent")
     p.add_argument("--server-url", action="append", default=[], metavar="NAME=URL",
                    help="use a running server over streamable HTTP instead of starting it (repeatable)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="change a budget of the preset, e.g. --set targeted_per_family=24,rollouts_per_scene=4 "
+                        "(repeatable; keys: agent.presets.SETTABLE)")
     p.add_argument("--resume", action="store_true", help="continue runs/NAME from its last completed step")
     p.add_argument("--json", action="store_true")
     p.add_argument("--memory-uri", default=None,
@@ -39,7 +42,7 @@ def register(sub, name: str) -> None:
 
 def run(args) -> int:
     from agent.hub import Hub, ServerSpec, ToolError, stdio_specs
-    from agent.presets import get_preset
+    from agent.presets import get_preset, parse_overrides
     from agent.report import write_report
     from agent.roles.factory import make_roles
 
@@ -48,7 +51,12 @@ def run(args) -> int:
         overrides["families"] = tuple(f.strip() for f in args.families.split(","))
     if args.rounds is not None:
         overrides["rounds"] = args.rounds
-    preset = get_preset(args.preset, **overrides)
+    try:
+        overrides.update(parse_overrides(args.set))
+        preset = get_preset(args.preset, **overrides)
+    except ValueError as exc:
+        print(f"coda {args.command}: {exc}", file=sys.stderr)
+        return 2
     name = args.name or time.strftime("%Y%m%d-%H%M%S")
     run_dir = (Path(args.runs_dir) / name).resolve()
     if run_dir.exists() and (run_dir / "state.json").exists() and not args.resume:

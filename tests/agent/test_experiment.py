@@ -523,3 +523,21 @@ def test_seed_groups_share_one_directory(tmp_path):
     assert {"sft-s1", "coda-s1", "coda-s0"} <= set(fake_cell.calls)
     t = write_tables(out)
     assert t["pending_cells"] == [] and len(t["cells"]) == len(list((out / "cells").glob("*.json")))
+
+
+def test_set_overrides_are_typed_and_checked():
+    from agent.presets import parse_overrides
+
+    got = parse_overrides(["targeted_per_family=24,rollouts_per_scene=4", "lora=true", "eps_novel=0.2"])
+    assert got == {"targeted_per_family": 24, "rollouts_per_scene": 4, "lora": True, "eps_novel": 0.2}
+    preset = get_preset("quick", **got)
+    assert preset.targeted_per_family == 24 and preset.budget() == 24 * len(preset.families)
+    for bad, message in (["name=x", "KEY=VALUE"], ["rounds", "KEY=VALUE"], ["rounds=two", "an integer"],
+                         ["lora=maybe", "true or false"]):
+        with pytest.raises(ValueError, match=message):
+            parse_overrides([bad])
+    with pytest.raises(ValueError, match="rounds must be >= 0"):
+        get_preset("quick", **parse_overrides(["rounds=-1"]))
+    cli = subprocess.run([sys.executable, "-m", "coda.cli", "experiment", "--set", "rollouts_per_scene=x", "--out",
+                          "unused"], capture_output=True, text=True)
+    assert cli.returncode == 2 and "rollouts_per_scene: expected an integer" in cli.stderr
