@@ -6,6 +6,7 @@
 #   scripts/experiment_quick.sh                            # experiments/quick, seeds 0,1,2 in one process
 #   SEED_GROUPS="0 1 2" scripts/experiment_quick.sh        # one process per seed (all share $OUT)
 #   OUT=/tmp/x SEED_GROUPS=0 TRANSFER=0 scripts/experiment_quick.sh
+#   OUT=/tmp/y METHODS=sft,coda SET=targeted_per_family=24 NICE=19 scripts/experiment_quick.sh   # bigger rounds
 #
 # The transfer cells run in the first seed group's process (they reuse its CoDA cells).
 set -euo pipefail
@@ -13,6 +14,8 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$REPO/experiments/quick}
 SEED_GROUPS=${SEED_GROUPS:-0,1,2}
 TRANSFER=${TRANSFER:-1}
+SET=${SET:-}
+NICE=${NICE:-10}
 METHODS=${METHODS:-sft,domain_rand,uniform,success_guided,no_memory,coda,sparse,potential_from_task,no_refine,frozen_critic_select,gen_memory_only,train_memory_only}
 COMMIT=$(git -C "$REPO" rev-parse --short HEAD)
 SNAP=${SNAP:-/tmp/coda-snapshot-$COMMIT}
@@ -27,8 +30,9 @@ for seeds in $SEED_GROUPS; do
   [ -f "$OUT/experiment.json" ] && RESUME="--resume"
   EXTRA=""
   [ "$first" = 1 ] && [ "$TRANSFER" = 1 ] && EXTRA="--transfer --transfer-seeds ${seeds%%,*},"
+  [ -n "$SET" ] && EXTRA="$EXTRA --set $SET"
   tag=${seeds//,/-}
-  CODA_COMMIT=$COMMIT OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONPATH="$SNAP" nohup nice -n 10 \
+  CODA_COMMIT=$COMMIT OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONPATH="$SNAP" nohup nice -n "$NICE" \
     "$REPO/.venv/bin/python" -m coda.cli experiment --methods "$METHODS" --seeds "$seeds," --preset quick \
     --out "$OUT" $EXTRA $RESUME >> "$OUT.s$tag.log" 2>&1 &
   echo $! > "$OUT.s$tag.pid"
