@@ -19,6 +19,7 @@ NICE=${NICE:-10}
 METHODS=${METHODS:-sft,domain_rand,uniform,success_guided,no_memory,coda,sparse,potential_from_task,no_refine,frozen_critic_select,gen_memory_only,train_memory_only}
 COMMIT=$(git -C "$REPO" rev-parse --short HEAD)
 SNAP=${SNAP:-/tmp/coda-snapshot-$COMMIT}
+COMMIT=${SNAP##*/coda-snapshot-}   # a given SNAP (e.g. to continue on the code an experiment started with) names its commit
 if [ ! -d "$SNAP" ]; then
   mkdir -p "$SNAP.tmp" && git -C "$REPO" archive HEAD | tar -x -C "$SNAP.tmp" && mv "$SNAP.tmp" "$SNAP"
 fi
