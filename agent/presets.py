@@ -100,3 +100,14 @@ def parse_overrides(items: list[str]) -> dict:
             expected = {"bool": "true or false", "float": "a number"}.get(kind, "an integer")
             raise ValueError(f"--set {key}: expected {expected}, got {value!r}") from None
     return out
+
+
+def cli_overrides(args) -> dict:
+    """Preset overrides from the shared `coda run|experiment` flags --families, --rounds and --set."""
+    out: dict = {}
+    if args.families:
+        out["families"] = tuple(f.strip() for f in args.families.split(","))
+    if args.rounds is not None:
+        out["rounds"] = args.rounds
+    out.update(parse_overrides(args.set))
+    return out

@@ -64,7 +64,7 @@ def register(sub, name: str) -> None:
 def run(args) -> int:
     from agent.experiment import experiment_preset, run_experiment, write_tables
     from agent.methods import METHODS
-    from agent.presets import parse_overrides
+    from agent.presets import cli_overrides
 
     if args.list:
         rows = {m.name: m.summary for m in METHODS.values()}
@@ -85,14 +85,8 @@ def run(args) -> int:
     if unknown:
         print(f"coda experiment: unknown methods {unknown}; valid: {', '.join(METHODS)}", file=sys.stderr)
         return 2
-    overrides = {}
-    if args.families:
-        overrides["families"] = tuple(f.strip() for f in args.families.split(","))
-    if args.rounds is not None:
-        overrides["rounds"] = args.rounds
     try:
-        overrides.update(parse_overrides(args.set))
-        preset = experiment_preset(args.preset, **overrides)
+        preset = experiment_preset(args.preset, **cli_overrides(args))
     except ValueError as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
         return 2

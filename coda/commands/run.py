@@ -42,18 +42,12 @@ def register(sub, name: str) -> None:
 
 def run(args) -> int:
     from agent.hub import Hub, ServerSpec, ToolError, stdio_specs
-    from agent.presets import get_preset, parse_overrides
+    from agent.presets import cli_overrides, get_preset
     from agent.report import write_report
     from agent.roles.factory import make_roles
 
-    overrides = {}
-    if args.families:
-        overrides["families"] = tuple(f.strip() for f in args.families.split(","))
-    if args.rounds is not None:
-        overrides["rounds"] = args.rounds
     try:
-        overrides.update(parse_overrides(args.set))
-        preset = get_preset(args.preset, **overrides)
+        preset = get_preset(args.preset, **cli_overrides(args))
     except ValueError as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
         return 2
