@@ -20,6 +20,9 @@ METHODS=${METHODS:-sft,domain_rand,uniform,success_guided,no_memory,coda,sparse,
 COMMIT=$(git -C "$REPO" rev-parse --short HEAD)
 SNAP=${SNAP:-/tmp/coda-snapshot-$COMMIT}
 COMMIT=${SNAP##*/coda-snapshot-}   # a given SNAP (e.g. to continue on the code an experiment started with) names its commit
+if [ ! -d "$SNAP" ] && [ "$COMMIT" != "$(git -C "$REPO" rev-parse --short HEAD)" ]; then
+  echo "SNAP=$SNAP does not exist and is not a snapshot of HEAD" >&2; exit 2
+fi
 if [ ! -d "$SNAP" ]; then
   mkdir -p "$SNAP.tmp" && git -C "$REPO" archive HEAD | tar -x -C "$SNAP.tmp" && mv "$SNAP.tmp" "$SNAP"
 fi
