@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
+import contextvars
 import json
 import marshal
 import math
 import os
-import queue
 import select
 import subprocess
 import sys
@@ -45,12 +46,14 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from sim.sandbox_policy import check_and_compile, find_problems
-from sim.sandbox_worker import write_message
+from sim import sandbox_os
+from sim.sandbox_worker import ID_BYTES, MAX_MESSAGE_BYTES, write_message
 
 DEFAULT_ALLOWED: tuple[str, ...] = ("sim", "math", "numpy")
 # Imported once per zygote; "module:function" entries are also called, to fill lazy caches (the
 # asset pool takes ~0.9 s to build and would otherwise be rebuilt in every forked child).
-DEFAULT_PRELOAD: tuple[str, ...] = ("numpy", "numpy.random", "mujoco", "sim", "sim.assets:categories")
+DEFAULT_PRELOAD: tuple[str, ...] = ("numpy", "numpy.random", "mujoco", "sim", "sim.env", "sim.helpers", "sim.potential",
+                                     "sim.assets:categories")
 DEFAULT_FINALIZER = "sim.sandbox:collect_result"
 # Trusted scene program that each standby child runs once, locked down, before its request: it
 # takes the copy-on-write page faults of the zygote's heap off the untrusted program's run.
@@ -145,6 +148,10 @@ class _ZygoteGone(Exception):
     """The zygote died (broken pipe or end of stream); the request may be retried."""
 
 
+class _Desynchronised(Exception):
+    """An answer that does not belong to the request (or output between answers): replace the zygote."""
+
+
 class _Zygote:
     """One ``python -m sim.sandbox_worker`` process and its pipes."""
 
@@ -155,9 +162,10 @@ class _Zygote:
                    PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
                    OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         self.stderr = tempfile.TemporaryFile()  # read back only to explain a dead zygote
+        namespaces = sandbox_os.capabilities()["namespaces"] or []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sim.sandbox_worker", *([f"--warmup={warmup}"] if warmup else []),
-             *preload], stdin=subprocess.PIPE,
+            [*namespaces, sys.executable, "-m", "sim.sandbox_worker",
+             *([f"--warmup={warmup}"] if warmup else []), *preload], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.stderr, cwd=_ROOT, env=env,
             start_new_session=True, close_fds=True)
         self.info: dict | None = None
@@ -176,16 +184,43 @@ class _Zygote:
 
     def ready(self) -> dict:
         if self.info is None:
-            self.info = self._read(time.monotonic() + _READY_TIMEOUT_S)
+            info = self._read(time.monotonic() + _READY_TIMEOUT_S)
+            info["host_pid"] = self.host_pid()
+            self.info = info
         return self.info
 
-    def request(self, message: dict, timeout_s: float) -> dict:
-        self.ready()
+    def host_pid(self) -> int:
+        """The zygote's pid as this process sees it (inside its PID namespace it is 1; then it is the
+        only child of the ``unshare`` launcher)."""
+        if not sandbox_os.capabilities()["namespaces"]:
+            return self.proc.pid
         try:
-            write_message(self.proc.stdin.fileno(), message)
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as fh:
+                return int(fh.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            return self.proc.pid
+
+    def request(self, message: dict, timeout_s: float) -> dict:
+        """Send ``message`` and return the answer to it. The answer must carry the request's id and
+        nothing may arrive between answers: otherwise the zygote is out of step (or forged frames
+        reached its output) and :class:`_Desynchronised` says it must be replaced."""
+        self.ready()
+        fd = self.proc.stdout.fileno()
+        if select.select([fd], [], [], 0)[0]:
+            raise _Desynchronised("sandbox worker wrote output nobody asked for")
+        request_id = os.urandom(ID_BYTES // 2).hex()
+        try:
+            write_message(self.proc.stdin.fileno(), {**message, "id": request_id})
         except OSError as exc:
             raise _ZygoteGone(str(exc)) from None
-        return self._read(time.monotonic() + timeout_s)
+        deadline = time.monotonic() + timeout_s
+        size = int.from_bytes(self._read_exact(fd, 8, deadline), "big")
+        if not ID_BYTES <= size <= MAX_MESSAGE_BYTES:
+            raise _Desynchronised(f"sandbox worker sent a frame of {size} bytes")
+        body = self._read_exact(fd, size, deadline)
+        if body[:ID_BYTES] != request_id.encode():
+            raise _Desynchronised("sandbox worker answered another request")
+        return json.loads(body[ID_BYTES:])
 
     def _read(self, deadline: float) -> dict:
         fd = self.proc.stdout.fileno()
@@ -224,51 +259,84 @@ class _Zygote:
 
 
 class SandboxPool:
-    """Thread-safe pool of warm zygotes; each :meth:`run` takes one, forks a child, gives it back."""
+    """Thread-safe pool of warm zygotes; each :meth:`run` takes one, forks a child, gives it back.
 
-    def __init__(self, size: int = 1, limits: SandboxLimits | None = None,
-                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warmup: str | None = "auto") -> None:
+    Fairness: a *caller* (the key passed to :meth:`run`, or set with :func:`caller_scope`, e.g. one MCP
+    session) holds at most ``per_caller`` zygotes at a time (default: all but one), so one caller's
+    hanging programs leave a zygote to everybody else and delay them by at most one program's run.
+    """
+
+    def __init__(self, size: int = 2, limits: SandboxLimits | None = None,
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warmup: str | None = "auto",
+                 per_caller: int | None = None) -> None:
         """``warmup``: ``"module:NAME"`` of a trusted program (a dict with ``source``, ``finalizer``
         and ``inputs``) that standby children for that finalizer run once before their request;
         ``"auto"`` means :data:`DEFAULT_WARMUP` when the SDK (``sim``) is preloaded, None none."""
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"SandboxPool.size must be a positive integer, got {size!r}")
-        self.size, self.limits, self.preload = size, limits or SandboxLimits(), tuple(preload)
+        per_caller = max(1, size - 1) if per_caller is None else per_caller
+        if isinstance(per_caller, bool) or not isinstance(per_caller, int) or not 1 <= per_caller <= size:
+            raise ValueError(f"SandboxPool.per_caller must be an integer in [1, {size}], got {per_caller!r}")
+        caps = sandbox_os.capabilities()
+        sandbox_os.report_once(caps)
+        if sandbox_os.required() and caps["reasons"]:
+            raise RuntimeError(sandbox_os.degraded_message(caps))
+        sandbox_os.no_dump()  # this process may hold API keys: closed to other processes' /proc reads
+        self.size, self.per_caller, self.limits = size, per_caller, limits or SandboxLimits()
+        self.preload = tuple(preload)
         if warmup == "auto":
             warmup = DEFAULT_WARMUP if "sim" in self.preload else None
         self.warmup = warmup
         self._owner = os.getpid()
         self._closed = False
-        self._lock = threading.Lock()
-        self._idle: queue.SimpleQueue[_Zygote] = queue.SimpleQueue()
-        for _ in range(size):
-            self._idle.put(_Zygote(self.preload, self.warmup))
+        self._cond = threading.Condition()
+        self._busy: dict[str, int] = {}
+        self._idle: list[_Zygote] = [_Zygote(self.preload, self.warmup) for _ in range(size)]
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     def worker_info(self) -> dict:
-        """Readiness report of one zygote: pid, baseline_mb, threads, preload_errors."""
-        zygote = self._acquire()
+        """Readiness report of one zygote: pid (in its namespace), host_pid, baseline_mb, threads,
+        preload_errors, isolation."""
+        zygote = self._acquire("")
         try:
             return dict(zygote.ready())
         finally:
-            self._release(zygote)
+            self._release(zygote, "")
 
     def run(self, source: str | bytes, *, finalizer: str = DEFAULT_FINALIZER, inputs: dict | None = None,
             limits: SandboxLimits | None = None,
-            allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED) -> SandboxResult:
+            allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED, caller: str | None = None) -> SandboxResult:
         """Check and run ``source``; never raises for a failure of the program or the sandbox."""
         start = time.perf_counter()
         try:
             response = self._run(source, finalizer, {} if inputs is None else inputs,
-                                 limits or self.limits, tuple(allowed_imports))
+                                 limits or self.limits, tuple(allowed_imports), _caller(caller))
         except Exception as exc:
             response = _failure("crash", f"sandbox failure: {type(exc).__name__}: {exc}")
         return _to_result(response, time.perf_counter() - start)
 
-    def _run(self, source, finalizer, inputs, limits, allowed) -> dict:
+    def run_unguarded(self, source: str, *, limits: SandboxLimits | None = None,
+                      inputs: dict | None = None) -> SandboxResult:
+        """**For tests of the OS layers only**: run ``source`` with the real builtins and without the
+        static check, the module proxies, the neutered functions or the audit hook — as if every
+        Python-level guard had fallen. rlimits, namespaces, the empty root and seccomp still apply.
+        The program's ``result`` is the answer (``sim.sandbox:collect_result``)."""
+        start = time.perf_counter()
+        limits = limits or self.limits
+        try:
+            code = compile(source, "<unguarded>", "exec", dont_inherit=True)
+            request = {"source": source, "code": base64.b64encode(marshal.dumps(code)).decode(),
+                       "finalizer": DEFAULT_FINALIZER, "inputs": inputs or {}, "limits": asdict(limits),
+                       "allowed_imports": [], "python_guards": False}
+            response = self._dispatch(request, limits.timeout_s + _GRACE_S, _caller(None))
+        except Exception as exc:
+            response = _failure("crash", f"sandbox failure: {type(exc).__name__}: {exc}")
+        return _to_result(response, time.perf_counter() - start)
+
+    def _run(self, source, finalizer, inputs, limits, allowed, caller) -> dict:
         problems, code = check_and_compile(source, allowed, limits.max_source_bytes)
         errors = [SandboxError(**p) for p in problems]
         if errors:
@@ -283,12 +351,12 @@ class SandboxPool:
         request = {"source": text, "code": base64.b64encode(marshal.dumps(code)).decode(),
                    "finalizer": finalizer, "inputs": inputs, "limits": asdict(limits),
                    "allowed_imports": list(allowed)}
-        return self._dispatch(request, limits.timeout_s + _GRACE_S)
+        return self._dispatch(request, limits.timeout_s + _GRACE_S, caller)
 
-    def _dispatch(self, request: dict, timeout_s: float) -> dict:
+    def _dispatch(self, request: dict, timeout_s: float, caller: str) -> dict:
         if os.getpid() != self._owner:
             raise RuntimeError("this SandboxPool was created in another process; make a new one")
-        zygote = self._acquire()
+        zygote = self._acquire(caller)
         last_words = ""
         try:
             for _ in range(2):  # programs are deterministic and side-effect free: one retry is safe
@@ -302,24 +370,34 @@ class SandboxPool:
                 except TimeoutError:
                     zygote = self._replace(zygote)
                     return _failure("crash", f"sandbox worker did not answer within {timeout_s:.0f} s")
+                except (_Desynchronised, ValueError) as exc:  # never retried: the answer is not trusted
+                    zygote = self._replace(zygote)
+                    return _failure("crash", f"sandbox worker replaced: {exc}")
             return _failure("crash", "sandbox worker died twice while running the program"
                             + (f"; its last output: {last_words}" if last_words else ""))
         finally:
-            self._release(zygote)
+            self._release(zygote, caller)
 
-    def _acquire(self) -> _Zygote:
-        while True:
-            if self._closed:
-                raise RuntimeError("SandboxPool is closed")
-            try:
-                return self._idle.get(timeout=0.5)
-            except queue.Empty:
-                continue
+    def _acquire(self, caller: str) -> _Zygote:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise RuntimeError("SandboxPool is closed")
+                if self._idle and self._busy.get(caller, 0) < self.per_caller:
+                    self._busy[caller] = self._busy.get(caller, 0) + 1
+                    return self._idle.pop()
+                self._cond.wait(0.5)
 
-    def _release(self, zygote: _Zygote) -> None:
-        with self._lock:
+    def _release(self, zygote: _Zygote, caller: str) -> None:
+        with self._cond:
+            left = self._busy.get(caller, 1) - 1
+            if left > 0:
+                self._busy[caller] = left
+            else:
+                self._busy.pop(caller, None)
             if not self._closed:
-                self._idle.put(zygote)
+                self._idle.append(zygote)
+                self._cond.notify_all()
                 return
         zygote.close()
 
@@ -329,19 +407,35 @@ class SandboxPool:
 
     def close(self) -> None:
         """Stop all idle zygotes now; busy ones stop when their run ends."""
-        with self._lock:
+        with self._cond:
             self._closed = True
-        while True:
-            try:
-                self._idle.get_nowait().close()
-            except queue.Empty:
-                return
+            idle, self._idle = self._idle, []
+            self._cond.notify_all()
+        for zygote in idle:
+            zygote.close()
 
     def __enter__(self) -> SandboxPool:
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+_current_caller: contextvars.ContextVar[str] = contextvars.ContextVar("sandbox_caller", default="")
+
+
+@contextlib.contextmanager
+def caller_scope(caller: str):
+    """Runs in this block count against ``caller``'s share of the pool (e.g. one MCP session)."""
+    token = _current_caller.set(str(caller))
+    try:
+        yield
+    finally:
+        _current_caller.reset(token)
+
+
+def _caller(caller: str | None) -> str:
+    return _current_caller.get() if caller is None else str(caller)
 
 
 def _failure(kind: str, message: str) -> dict:
@@ -377,7 +471,7 @@ _default_lock = threading.Lock()
 
 
 def default_pool() -> SandboxPool:
-    """The shared pool of this process (one zygote), created on first use and closed at exit."""
+    """The shared pool of this process (two zygotes), created on first use and closed at exit."""
     global _default_pool
     with _default_lock:
         pool = _default_pool
@@ -389,10 +483,11 @@ def default_pool() -> SandboxPool:
 
 def run_untrusted(source: str | bytes, *, finalizer: str = DEFAULT_FINALIZER, inputs: dict | None = None,
                   limits: SandboxLimits | None = None, allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED,
-                  pool: SandboxPool | None = None) -> SandboxResult:
+                  pool: SandboxPool | None = None, caller: str | None = None) -> SandboxResult:
     """Run an untrusted program and its trusted finalizer; every failure is a ``SandboxResult``."""
     try:
         pool = pool or default_pool()
     except Exception as exc:
         return SandboxResult(ok=False, error=SandboxError(kind="crash", message=f"sandbox failure: {exc}"))
-    return pool.run(source, finalizer=finalizer, inputs=inputs, limits=limits, allowed_imports=allowed_imports)
+    return pool.run(source, finalizer=finalizer, inputs=inputs, limits=limits, allowed_imports=allowed_imports,
+                    caller=caller)

@@ -29,11 +29,12 @@ import signal
 import sys
 from types import CodeType, ModuleType
 
+from sim import sandbox_os
 from sim.sandbox_policy import PROGRAM_FILENAME, SAFE_BUILTINS, attribute_problem, import_problem, is_dunder
 from sim.sandbox_worker import EXIT_INTERNAL, EXIT_MEMORY, HEADER, error, read_message, write_all
 
-RESULT_FD = 3
-REQUEST_FD = 4
+RESULT_FD = sandbox_os.RESULT_FD
+REQUEST_FD = sandbox_os.REQUEST_FD
 
 # Trusted warm-up for standby children that will run scene programs (a seed scene written by
 # sim.scene.to_program, plus one set_attributes call): see the module docstring.
@@ -96,18 +97,19 @@ _NEUTERED = {
 
 
 def run_child(request_fd: int, result_fd: int, nonce: bytes, scratch: str, setup: dict, finalizer,
-              warmup=None) -> None:
+              warmup=None, jail: tuple = (None, False)) -> None:
     """Body of a forked child; always ends the process with ``os._exit``.
 
     ``setup`` (``limits``, ``allowed_imports``, ``finalizer``) is what the child locks itself down
     for before it reads its one request from ``request_fd``; the zygote only hands it a request
     with the same setup. ``warmup`` is a trusted program run once, under the
     lock-down, before the request is read (standby children only): ``(source, inputs)``.
+    ``jail`` is ``(seccomp filter or None, switch to nobody)`` from :mod:`sim.sandbox_os`.
     """
     code = EXIT_INTERNAL
     try:
-        _isolate(result_fd, request_fd, scratch)
-        locked = _lock_down(setup, scratch)
+        _isolate(result_fd, request_fd, scratch, jail[1])
+        locked = _lock_down(setup, scratch, jail[0])
         if warmup is not None and not _request_waiting():
             _warm_up(locked, finalizer, *warmup)
         request = read_message(REQUEST_FD)
@@ -128,7 +130,7 @@ def run_child(request_fd: int, result_fd: int, nonce: bytes, scratch: str, setup
         os._exit(code)
 
 
-def _isolate(result_fd: int, request_fd: int, scratch: str) -> None:
+def _isolate(result_fd: int, request_fd: int, scratch: str, drop_root: bool) -> None:
     os.setsid()  # own process group: the zygote kills the whole group on timeout
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (result_fd, request_fd)]
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -138,6 +140,8 @@ def _isolate(result_fd: int, request_fd: int, scratch: str) -> None:
     os.dup2(high[1], REQUEST_FD)
     os.closerange(REQUEST_FD + 1, 1 << 20)  # the zygote's protocol pipes among them
     os.chdir(scratch)
+    sandbox_os.enter_root(scratch, drop_root)  # empty root, nobody (when real root), empty environment
+    sys.stdout = sys.stderr = _Discard()  # the filter lets the child write to its answer pipe only
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past RLIMIT_FSIZE fails with EFBIG
@@ -178,18 +182,37 @@ def prepare(setup: dict) -> tuple:
     return _PREPARED[key]
 
 
-def _lock_down(setup: dict, scratch: str) -> _Locked:
-    """Everything but the program itself: builtins, read roots, neutered functions, rlimits, hook."""
-    table, violations, roots, listable = prepare(setup)
-    roots = (*roots, os.path.realpath(scratch))
+def _lock_down(setup: dict, scratch: str, seccomp_filter=None) -> _Locked:
+    """Everything but the program itself: builtins, read roots, neutered functions, rlimits, the
+    seccomp filter, the audit hook. Without ``python_guards`` (tests of the OS layers only) the
+    program gets the real builtins and no hook: only rlimits, the jail and the filter hold."""
     # Address space (not touched memory, so it costs nothing) given back on MemoryError, so that
     # the report can still be written under RLIMIT_AS.
     ballast = mmap.mmap(-1, 16 << 20)
+    if not setup.get("python_guards", True):
+        _set_limits(setup["limits"])
+        if seccomp_filter is not None:
+            seccomp_filter.load()
+        return _Locked(dict(vars(builtins)), [], ballast)
+    table, violations, roots, listable = prepare(setup)
+    roots = (*roots, "/")  # after chroot, "/" is the empty scratch directory
     hook = _audit_hook(roots, violations, listable)
     _neuter(violations)
     _set_limits(setup["limits"])
+    if seccomp_filter is not None:
+        seccomp_filter.load()  # after setrlimit (which it forbids), before the hook (ctypes call)
     sys.addaudithook(hook)  # last: it also refuses setrlimit
     return _Locked(table, violations, ballast)
+
+
+class _Discard:
+    """``sys.stdout``/``sys.stderr`` of a child: ``print`` works, the text goes nowhere."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 def _warm_up(locked: _Locked, finalizer, source: str, inputs: dict) -> None:

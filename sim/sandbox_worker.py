@@ -95,6 +95,12 @@ EXIT_INTERNAL = 74  # the child failed in sandbox code
 _finalizers: dict[str, object] = {}
 _preload_errors: dict[str, str] = {}
 _scratch: str | None = None
+# OS layers for every child (sim.sandbox_os): the seccomp filter (None when unavailable) and whether
+# children switch from the real root to nobody; set up once by _serve.
+_filter = None
+_drop_root = False
+_isolation: dict = {}
+ID_BYTES = 32  # each answer starts with the id of the request it answers (hex)
 
 
 def error(kind: str, message: str, lineno: int | None = None, detail: str | None = None) -> dict:
@@ -122,6 +128,8 @@ def load_finalizer(spec: str):
         if not sep or not module_name or not attr:
             raise ValueError(f"finalizer must look like 'module:function', got {spec!r}")
         __import__(module_name)
+        for name in getattr(sys.modules[module_name], "SANDBOX_PRELOAD", ()):
+            __import__(name)  # what the finalizer imports lazily: children cannot open files
         func = getattr(sys.modules[module_name], attr)
         if not callable(func):
             raise TypeError(f"finalizer {spec!r} is not callable")
@@ -153,7 +161,7 @@ _YIELD_S = 0.001
 
 def _setup_of(request: dict) -> dict:
     return {"limits": request["limits"], "allowed_imports": request["allowed_imports"],
-            "finalizer": request["finalizer"]}
+            "finalizer": request["finalizer"], "python_guards": request.get("python_guards", True) is not False}
 
 
 def _spawn(setup: dict, warm: bool) -> _Child:
@@ -177,7 +185,7 @@ def _spawn(setup: dict, warm: bool) -> _Child:
             os.close(request_w)
             from sim.sandbox_child import run_child
 
-            run_child(request_r, result_w, nonce, scratch, setup, finalizer, warmup)
+            run_child(request_r, result_w, nonce, scratch, setup, finalizer, warmup, (_filter, _drop_root))
         finally:
             os._exit(EXIT_INTERNAL)
     os.close(result_w)
@@ -420,8 +428,25 @@ def _classify(reason, data, status, rusage, limits) -> dict:
                           "without a result")
 
 
+def _set_up_isolation() -> None:
+    """Build the seccomp filter and decide the uid of children, once (see :mod:`sim.sandbox_os`)."""
+    global _filter, _drop_root, _isolation
+    from sim import sandbox_os
+
+    reasons = {}
+    try:
+        _filter = sandbox_os.build_filter()
+    except Exception as exc:
+        reasons["seccomp"] = f"{type(exc).__name__}: {exc}"
+    _drop_root = sandbox_os.drop_root_possible()
+    _isolation = {"pid_namespace": os.getpid() == 1, "seccomp": _filter is not None,
+                  "chroot": os.geteuid() == 0, "drop_root": _drop_root, "no_dump": sandbox_os.no_dump(),
+                  "reasons": reasons}
+
+
 def _serve(preload: list[str], warmup: str | None = None) -> None:
     global _standby
+    _set_up_isolation()
     in_fd, out_fd = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -440,6 +465,14 @@ def _serve(preload: list[str], warmup: str | None = None) -> None:
             _load_warmup(warmup)
         except BaseException as exc:  # runs go on without the warm-up, only slower
             _preload_errors[f"--warmup={warmup}"] = f"{type(exc).__name__}: {exc}"
+    if _warmup is not None:  # trusted: fills the lazy imports and caches the children will need
+        try:
+            namespace = {"__name__": "__program__", **(_warmup[2].get("globals") or {})}
+            exec(compile(_warmup[1], "<warmup>", "exec", dont_inherit=True), namespace)
+            _finalizers[_warmup[0]](namespace, _warmup[2])
+        except BaseException as exc:
+            _preload_errors[f"--warmup={warmup}"] = f"{type(exc).__name__}: {exc}"
+    os.environ.clear()  # nothing inherited reaches a child (it clears its own copy too)
     gc.collect()
     gc.freeze()  # children must not touch (and so copy) the preloaded heap when they collect
     threads = 1
@@ -448,7 +481,8 @@ def _serve(preload: list[str], warmup: str | None = None) -> None:
     except OSError:
         pass
     write_message(out_fd, {"ready": True, "pid": os.getpid(), "preload_errors": _preload_errors,
-                           "baseline_mb": round(vm_size_mb(), 1), "threads": threads})
+                           "baseline_mb": round(vm_size_mb(), 1), "threads": threads,
+                           "isolation": _isolation})
     while True:
         if _standby is None and _next_setup is not None:
             _wait_for_request(in_fd, _YIELD_S)  # let the caller take the CPU for the answer first
@@ -466,19 +500,29 @@ def _serve(preload: list[str], warmup: str | None = None) -> None:
             if _scratch is not None:
                 shutil.rmtree(_scratch, ignore_errors=True)
             return
+        request_id = b"0" * ID_BYTES
         try:
-            response = handle_request(json.loads(body), body)
+            request = json.loads(body)
+            request_id = _request_id(request)
+            response = handle_request(request, body)
         except Exception as exc:
             response = error("crash", f"sandbox worker failed: {type(exc).__name__}: {exc}",
                              detail="".join(traceback.format_exc(limit=-4))[-2000:])
-        if isinstance(response, bytes):
-            write_body(out_fd, response)  # the child's own JSON (behind the nonce it was given)
-        else:
-            write_message(out_fd, response)
+        if not isinstance(response, bytes):
+            response = json.dumps(response, allow_nan=False).encode()
+        # The answer is bound to its request: the caller checks the id before it reads the body.
+        write_body(out_fd, request_id + response)
         _finish()
         if _scratch is not None:
             _release_scratch(_scratch)  # checked empty, or replaced, before the next child
         _reap_dying()
+
+
+def _request_id(request: dict) -> bytes:
+    value = request.get("id") if isinstance(request, dict) else None
+    if not (isinstance(value, str) and len(value) == ID_BYTES and all(c in "0123456789abcdef" for c in value)):
+        raise ValueError("request carries no valid id")
+    return value.encode()
 
 
 def _load_warmup(spec: str) -> None:
