@@ -123,6 +123,18 @@ def new_server(name: str, instructions: str) -> MCPServer:
     return server
 
 
+def program_caller(ctx):
+    """Context manager: sandbox runs inside it count against the calling MCP session's share of the
+    sandbox pool (`sim.sandbox.caller_scope`), so one client's hanging programs cannot hold every zygote."""
+    from sim.sandbox import caller_scope
+
+    try:
+        session = ctx.request_context.session
+    except (AttributeError, ValueError):  # called outside a request (tests calling the function directly)
+        session = None
+    return caller_scope(f"session-{id(session):x}")
+
+
 def _version() -> str:
     try:
         from importlib.metadata import version

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from pydantic import Field
 
 from servers import catalog
@@ -21,6 +21,7 @@ from servers.common import (
     image_content,
     load_prompts,
     new_server,
+    program_caller,
     resource,
     to_json,
     tool,
@@ -65,9 +66,11 @@ def build_server(run_dir: Path) -> MCPServer:
         source: Annotated[str, Field(description="scene program (Python using `from sim import ...`)",
                                      min_length=1, max_length=MAX_SOURCE_CHARS)],
         seed: Seed = 0,
+        ctx: Context | None = None,
     ) -> SceneInfo:
         """Run a scene program in the sandbox and store the scene it builds."""
-        return store.create(source, seed)
+        with program_caller(ctx):
+            return store.create(source, seed)
 
     @tool(mcp, WRITES_IDEMPOTENT)
     def sample_scene(

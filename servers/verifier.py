@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from servers import verification
@@ -18,6 +18,7 @@ from servers.common import (
     SCENE_ID_PATTERN,
     load_prompts,
     new_server,
+    program_caller,
     tool,
 )
 from servers.scenes import SceneStore
@@ -44,9 +45,11 @@ def build_server(run_dir: Path) -> MCPServer:
         source: Source,
         seed: Annotated[int, Field(description="value of `seed` in the program", ge=0, le=2**31 - 1)] = 0,
         planner: Planner = False,
+        ctx: Context | None = None,
     ) -> VerifyResult:
         """Run a scene program in the sandbox and verify the scene it builds (each check, what to fix)."""
-        return verification.verify_source(source, seed, planner)
+        with program_caller(ctx):
+            return verification.verify_source(source, seed, planner)
 
     @tool(mcp, READ_ONLY)
     def verify_scene(
@@ -82,6 +85,7 @@ def build_server(run_dir: Path) -> MCPServer:
         planner_demo: Annotated[bool, Field(
             description="also run on the scripted planner's demonstration of the scene (Φ must rise along it)")] = True,
         every: Annotated[int, Field(description="check every n-th state of each trace", ge=1, le=50)] = 1,
+        ctx: Context | None = None,
     ) -> PotentialCheck:
         """Check a Text2potential program: syntax, names, and Φ on rollout states (finite, in [0, 1], fast, rising)."""
         spec = store.spec(scene_id)
@@ -94,7 +98,8 @@ def build_server(run_dir: Path) -> MCPServer:
         if not rollouts and not demos:
             raise ValueError("no states to check: pass trace_ids, or keep planner_demo (the planner did not solve "
                              "this scene)")
-        return verification.check_potential(source, spec, rollouts, demos, every)
+        with program_caller(ctx):
+            return verification.check_potential(source, spec, rollouts, demos, every)
 
     load_prompts(mcp)
     return mcp
