@@ -347,6 +347,10 @@ def _restricted_builtins(allowed: tuple[str, ...], violations: list[str]) -> dic
     def safe_type(obj, *rest):
         if rest:
             raise SandboxViolation("type() with three arguments is not allowed; use a class statement")
+        if isinstance(obj, type):  # the class of a class is a metaclass (`type` itself for most)
+            problem = "type() of a class is not allowed in the sandbox; use isinstance() or the class itself"
+            violations.append(problem)
+            raise SandboxViolation(problem)
         return type(obj)
 
     table = {name: getattr(builtins, name) for name in SAFE_BUILTINS if hasattr(builtins, name)}

@@ -374,3 +374,10 @@ def test_warm_pool_overhead(pool):
     cold_ms = (time.perf_counter() - start) / cold_runs * 1000
     print(f"\nsandbox overhead per run: warm pool {warm_ms:.1f} ms, fresh process {cold_ms:.0f} ms")
     assert warm_ms < 150
+
+
+def test_type_of_a_class_is_refused(pool):
+    # type(int) is the real `type`: with it, crafted classes reach code that dataclasses/pydantic exec
+    res = pool.run("t = type(int)\nresult = 1")
+    assert not res.ok and res.error.kind == "forbidden" and "type() of a class" in res.error.message
+    assert pool.run("result = [type(3) is int, type('a') is str]").value == [True, True]
