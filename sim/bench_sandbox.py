@@ -4,8 +4,8 @@ Both paths verify the same scene programs (the seed scenes of every family, writ
 `sim.scene.to_program`) with the same checks, one program after the other from one caller thread:
 
 - sandboxed: `sim.verify.verify_program(source, seed, pool=pool)` with a pool of one zygote: static check, a
-  fresh locked-down child of the zygote (rlimits, audit hook, restricted builtins) runs the program and its
-  finalizer, JSON back, then `verify_spec` in the caller;
+  fresh locked-down child of the zygote (namespaces, empty root, seccomp, rlimits, audit hook, restricted
+  builtins) runs the program and its finalizer, JSON back, then `verify_spec` in the caller;
 - unsandboxed: `exec` of the compiled program in this process, `sim.scene.finalize_program`, then `verify_spec`.
 
 Each round runs every program through one path as a stream (what the data engine or a verifier server does),
@@ -73,7 +73,7 @@ def run(args) -> dict:
     pool = SandboxPool(size=1, **({"warmup": None} if args.no_warmup else {}))
     info = pool.worker_info()  # waits for the zygote: imports numpy, MuJoCo and the SDK once
     start_s = time.perf_counter() - t0
-    zygote = info.get("pid")
+    zygote = info.get("host_pid", info.get("pid"))  # inside its PID namespace the zygote is pid 1
 
     def sandboxed(source: str, seed: int):
         return verify_program(source, seed, pool=pool)
@@ -128,6 +128,7 @@ def run(args) -> dict:
         "warmup": pool.warmup,
         "pool_start_s": round(start_s, 2),
         "zygote_baseline_mb": info.get("baseline_mb"),
+        "isolation": info.get("isolation"),
         "sandboxed_scenes_per_s": round(boxed_rate, 1),
         "unsandboxed_scenes_per_s": round(plain_rate, 1),
         "sandboxed_over_unsandboxed": round(boxed_rate / plain_rate, 3),
