@@ -4,12 +4,15 @@ Every record has a unique string `id`, `created_at` (ISO-8601, UTC), `run_id` an
 become typed columns (filterable in `where` clauses); lists, dicts and nested models are stored as JSON
 strings; the two vector fields (`Diagnosis.embedding`, `Mode.centroid`) are fixed-size float32 columns of
 `EMBED_DIM` values. `TABLES` maps table names to models; `arrow_schema(model)` derives the column layout.
+Ids, and the ids a record refers to, match `RECORD_ID_PATTERN`; numbers (float fields and numbers inside JSON
+fields) are finite.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import math
 import types
 import typing
 from collections.abc import Sequence
@@ -29,6 +32,9 @@ VECTOR_FIELDS = ("embedding", "centroid")
 BATCHES = ("seed", "targeted", "control", "novel", "replay")
 MODE_STATUSES = ("candidate", "validated", "refuted")
 LEARNING_TOOLS = ("bc", "awr_shaped", "reevaluate", "return_to_engine")
+RECORD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+"""ids of records and the ids a record refers to (scene, rollout, mode ids): letters, digits, '_', '.', ':', '-';
+no slashes, no leading dot, no quotes or spaces (the same pattern as `servers.common.RECORD_ID_PATTERN`)"""
 
 
 def now_iso() -> str:
@@ -53,6 +59,20 @@ def _vector(value: Any) -> list[float] | None:
     return arr.tolist()
 
 
+def _finite_json(value: Any, where: str = "value") -> Any:
+    """Refuse NaN and infinite numbers anywhere in a free-form JSON value (they are not JSON)."""
+    stack = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"{path} must be a finite number, got {item}")
+        if isinstance(item, dict):
+            stack.extend((v, f"{path}[{k!r}]") for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return value
+
+
 def _choice(valid: tuple[str, ...], what: str) -> AfterValidator:
     return AfterValidator(lambda v: _one_of(v, valid, what))
 
@@ -65,14 +85,21 @@ OptionalFamily = Annotated[str, AfterValidator(lambda v: v and _one_of(v, FAMILI
 """a family or the empty string (not bound to a family)"""
 Role = Annotated[str, _choice(ROLES, "role")]
 Vector = Annotated[list[float], BeforeValidator(_vector)]
+RecordId = Annotated[str, Field(pattern=RECORD_ID_PATTERN)]
+"""a record id: see `RECORD_ID_PATTERN`"""
+OptionalRecordId = Annotated[str, Field(pattern=RECORD_ID_PATTERN.replace("^", "^(?:").replace("$", ")?$"))]
+"""a record id or the empty string (no reference)"""
+JsonDict = Annotated[dict[str, Any], AfterValidator(_finite_json)]
+"""free-form JSON object; numbers must be finite"""
 
 
 class Record(BaseModel):
     """Fields shared by every table."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+    model_config = ConfigDict(extra="forbid", validate_assignment=False, allow_inf_nan=False)
+    """float fields refuse NaN and infinities (they are not JSON and poison averages)"""
 
-    id: str = Field(min_length=1, description="unique id; writing the same id again replaces the row")
+    id: RecordId = Field(description="unique id (RECORD_ID_PATTERN); writing the same id again replaces the row")
     created_at: str = Field(default_factory=now_iso, description="ISO-8601 UTC time of creation")
     run_id: str = Field(default="", description="run that wrote the record")
     round: int | None = Field(default=None, description="co-evolution round, where relevant")
@@ -97,13 +124,13 @@ class Evidence(BaseModel):
     step_indices: list[int] = Field(default_factory=list)
     state_facts: list[str] = Field(default_factory=list)
     keyframe_paths: list[str] = Field(default_factory=list)
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: JsonDict = Field(default_factory=dict)
 
 
 class HistoryEvent(BaseModel):
     round: int | None
     event: str
-    values: dict[str, Any] = Field(default_factory=dict)
+    values: JsonDict = Field(default_factory=dict)
 
 
 class CompileCheck(BaseModel):
@@ -133,32 +160,32 @@ class SceneRecord(Record):
     success_rate: float | None = Field(default=None, description="p̂(s) over n_rollouts")
     n_rollouts: int = 0
     learning_progress: float | None = Field(default=None, description="LV(s)")
-    mode_id: str | None = None
+    mode_id: RecordId | None = None
     batch: Annotated[str, _choice(BATCHES, "batch")] = "seed"
 
 
 class RolloutRecord(Record):
-    scene_id: str
+    scene_id: RecordId
     policy_id: str
     success: bool
     steps: int
     episode_return: float = Field(description="the episode return")
     seed: int
     phase_reached: Phase
-    summary: dict[str, Any] = Field(default_factory=dict, description="light summary, no trajectories")
+    summary: JsonDict = Field(default_factory=dict, description="light summary, no trajectories")
 
 
 class Diagnosis(Record):
     """ψ = (δ, phase, cause, evidence), linked to a scene and its rollouts."""
 
-    scene_id: str
-    rollout_ids: list[str] = Field(default_factory=list)
+    scene_id: RecordId
+    rollout_ids: list[RecordId] = Field(default_factory=list)
     factor: DiagnosisFactor = Field(description="δ")
     phase: Phase
     cause: str = Field(min_length=1)
     evidence: Evidence = Field(default_factory=Evidence)
     embedding: Vector | None = Field(default=None, description="cause embedding, EMBED_DIM float32")
-    mode_id: str | None = None
+    mode_id: RecordId | None = None
 
 
 # --- semantic tier --------------------------------------------------------------------------------
@@ -190,8 +217,8 @@ class Mode(Record):
 class GenerationProgram(Record):
     """Ω: recreates a mode's difficulty in new scenes by varying one scene factor."""
 
-    mode_id: str
-    parent_scene_id: str = ""
+    mode_id: RecordId
+    parent_scene_id: OptionalRecordId = ""
     parent_program: str = ""
     factor: SceneFactor = Field(description="scene factor to vary")
     variants: list[str] = Field(default_factory=list, description="variant programs or spec hashes")
@@ -206,13 +233,13 @@ class GenerationProgram(Record):
 class TrainingProgram(Record):
     """Φ: subgoals, completion predicates, potential code and the learning tool for a mode."""
 
-    mode_id: str
+    mode_id: RecordId
     phase: Phase
     subgoals: list[str] = Field(default_factory=list)
     completion_predicates: list[str] = Field(default_factory=list)
     potential_code: str = ""
     learning_tool: Annotated[str, _choice(LEARNING_TOOLS, "learning tool")] = "awr_shaped"
-    evidence: dict[str, Any] = Field(default_factory=dict, description="before/after success, updates")
+    evidence: JsonDict = Field(default_factory=dict, description="before/after success, updates")
     improved: bool | None = None
 
 
@@ -251,6 +278,8 @@ def _column_type(name: str, annotation: Any) -> tuple[pa.DataType, bool]:
     """(arrow type, is_json) of one model field."""
     if name in VECTOR_FIELDS:
         return pa.list_(pa.float32(), EMBED_DIM), False
+    if typing.get_origin(annotation) is Annotated:  # e.g. `RecordId | None`: the column type of the base type
+        return _column_type(name, typing.get_args(annotation)[0])
     args = typing.get_args(annotation)
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         non_null = [a for a in args if a is not type(None)]
@@ -284,7 +313,8 @@ def records_to_arrow(model: type[Record], records: Sequence[Record]) -> pa.Table
             vals = np.asarray([getattr(r, f.name) for r in records], dtype=np.float32).reshape(-1)
             columns.append(pa.FixedSizeListArray.from_arrays(pa.array(vals), EMBED_DIM))
         elif f.name in jsons:
-            columns.append(pa.array([json.dumps(d[f.name], sort_keys=True) for d in dumped], pa.string()))
+            columns.append(pa.array([json.dumps(d[f.name], sort_keys=True, allow_nan=False) for d in dumped],
+                                    pa.string()))
         else:
             columns.append(pa.array([d[f.name] for d in dumped], f.type))
     return pa.Table.from_arrays(columns, schema=schema)

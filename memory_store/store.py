@@ -70,14 +70,20 @@ def round_tag(round_: int) -> str:
     return f"round-{round_}"
 
 
-def resolve_uri(uri: str | os.PathLike | None) -> tuple[str, Path | None]:
+def resolve_uri(uri: str | os.PathLike | None, create: bool = True) -> tuple[str, Path | None]:
     """(URI for lancedb, local directory or None). Local paths become absolute (a relative path starting
-    with 'db' would otherwise be read as a cloud URI by LanceDB)."""
+    with 'db' would otherwise be read as a cloud URI by LanceDB); the directory is made when `create`, and must
+    exist otherwise."""
     text = str(uri if uri is not None else DEFAULT_URI)
     if "://" in text and not text.startswith("file://"):
         return text, None
     path = Path(text.removeprefix("file://")).expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    elif not path.exists():
+        raise FileNotFoundError(f"no memory store at {path}: the directory does not exist")
+    elif not path.is_dir():
+        raise NotADirectoryError(f"no memory store at {path}: it is a file, not a store directory")
     return str(path), path
 
 
@@ -154,19 +160,36 @@ class MemoryStore:
         embedder: Embedder | None = None,
         storage_options: dict[str, str] | None = None,
         retries: int = 8,
+        create: bool = True,
     ) -> MemoryStore:
         """Open (creating tables as needed) the store at a local path (default `runs/default/memory`) or
         any LanceDB URI. The embedder (default: offline MiniLM, loaded on first use) embeds diagnosis
-        causes written without an embedding and text queries."""
-        resolved, local_dir = resolve_uri(uri)
+        causes written without an embedding and text queries. With `create=False` nothing is created: a
+        missing directory, a file or a location without the memory tables raises `OSError` (for read-only use)."""
+        resolved, local_dir = resolve_uri(uri, create=create)
         db = lancedb.connect(
             resolved,
             read_consistency_interval=datetime.timedelta(0),
             storage_options=storage_options,
         )
         store = cls(db, resolved, local_dir, embedder or default_embedder(), retries)
-        store._open_tables()
+        if create:
+            store._open_tables()
+        else:
+            store._open_existing_tables()
         return store
+
+    def _open_existing_tables(self) -> None:
+        """Open the tables of an existing store without creating (or locking) anything."""
+        existing = set(self.db.list_tables().tables)
+        missing = [name for name in TABLES if name not in existing]
+        if len(missing) == len(TABLES):
+            raise FileNotFoundError(f"no memory store at {self.uri}: it holds none of the memory tables")
+        if missing:
+            raise FileNotFoundError(f"{self.uri} is not a complete memory store: tables {', '.join(missing)} "
+                                    "are missing")
+        for name in TABLES:
+            self._tables[name] = self.db.open_table(name)
 
     def _open_tables(self) -> None:
         with self.lock("_store"):

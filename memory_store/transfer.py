@@ -4,7 +4,7 @@ Layout of an export directory:
 
     manifest.json          {"format": "coda-memory", "format_version": 1, "exported_at", "source_uri",
                             "embedder", "embedding_dim", "tables": {name: {"file", "rows", "sha256"}}}
-    <table>.jsonl          one record per line (`model_dump(mode="json")`), sorted by id
+    <table>.jsonl          one record per line (`model_dump(mode="json")`), sorted by id; standard JSON (no NaN)
 
 Vectors are written as JSON numbers of their float32 values, so an import stores bit-identical vectors.
 Import validates every line against the record model and merges on id: importing twice changes nothing.
@@ -47,7 +47,8 @@ def export_store(store: MemoryStore, directory: Path) -> dict:
         path = directory / f"{name}.jsonl"
         with path.open("w", encoding="utf-8") as f:
             for rec in records:
-                f.write(json.dumps(rec.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n")
+                f.write(json.dumps(rec.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, allow_nan=False)
+                        + "\n")
         tables[name] = {"file": path.name, "rows": len(records), "sha256": _sha256(path)}
     manifest = {
         "format": FORMAT,
@@ -58,7 +59,7 @@ def export_store(store: MemoryStore, directory: Path) -> dict:
         "embedding_dim": EMBED_DIM,
         "tables": tables,
     }
-    (directory / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    (directory / "manifest.json").write_text(json.dumps(manifest, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     log.info("exported %s to %s", {n: t["rows"] for n, t in tables.items()}, directory)
     return manifest
 

@@ -19,6 +19,7 @@ from servers.common import (
     MAX_TEXT_CHARS,
     OVERWRITES,
     READ_ONLY,
+    RECORD_ID_PATTERN,
     WRITES,
     WRITES_IDEMPOTENT,
     load_prompts,
@@ -48,7 +49,7 @@ per mode; update hardness and learning progress; export the memory. Writes are i
 tool says otherwise."""
 
 ModeId = Annotated[str, Field(description="difficulty mode id (from record_diagnosis or list_modes)",
-                              min_length=1, max_length=160)]
+                              pattern=RECORD_ID_PATTERN)]
 Round = Annotated[int | None, Field(description="co-evolution round", ge=0)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 FactorName = Literal[DIAGNOSIS_FACTORS]  # type: ignore[valid-type]
@@ -91,7 +92,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         k: Annotated[int, Field(description=f"results (≤ {MAX_K})", ge=1, le=MAX_K)] = 10,
         factor: Annotated[FactorName | None, Field(description="only this factor δ")] = None,
         phase: Annotated[PhaseName | None, Field(description="only this phase")] = None,
-        mode_id: Annotated[str | None, Field(description="only this mode", max_length=160)] = None,
+        mode_id: Annotated[str | None, Field(description="only this mode", pattern=RECORD_ID_PATTERN)] = None,
     ) -> list[DiagnosisHit]:
         """The k diagnoses whose causes are most similar to the query (filtered)."""
         return svc.search(query, k, factor, phase, mode_id)
@@ -149,7 +150,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
 
     @tool(mcp, READ_ONLY)
     def get_training_programs(
-        mode_id: Annotated[str | None, Field(description="only this mode", max_length=160)] = None,
+        mode_id: Annotated[str | None, Field(description="only this mode", pattern=RECORD_ID_PATTERN)] = None,
         phase: Annotated[PhaseName | None, Field(description="only this phase")] = None,
         improved: Annotated[bool | None, Field(description="only programs that did (or did not) help")] = None,
         limit: Limit = 50,
@@ -164,7 +165,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         after: Annotated[Fraction, Field(description="success rate after training")],
         round: Round = None,
         training_program_id: Annotated[str | None, Field(description="training program used (records its outcome)",
-                                                         max_length=160)] = None,
+                                                         pattern=RECORD_ID_PATTERN)] = None,
         updates: Annotated[int, Field(description="policy updates made", ge=0)] = 0,
     ) -> ModeSummary:
         """Fold a training outcome (after − before) into the mode's importance w."""
@@ -197,10 +198,11 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
 
     @tool(mcp, OVERWRITES)
     def export_memory(
-        directory: Annotated[str, Field(description="directory relative to the run directory (files are replaced)",
+        directory: Annotated[str, Field(description="subfolder of the run directory, not the run directory itself "
+                                        "nor a folder the servers own (files are replaced)",
                                         min_length=1, max_length=256)] = "exports/memory",
     ) -> ExportResult:
-        """Write every memory table to a directory inside the run directory (JSON lines + manifest)."""
+        """Write every memory table to a subfolder of the run directory (JSON lines + manifest)."""
         return svc.export(directory)
 
     @tool(mcp, READ_ONLY)

@@ -8,6 +8,7 @@ read-modify-write operations the tools need and record views without embedding v
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,19 +26,24 @@ from memory_store.schema import (
     Mode,
     Phase,
     Record,
+    RecordId,
     SceneRecord,
     TrainingProgram,
 )
 from memory_store.store import VECTOR_INDEX_MIN_ROWS, MemoryStore, where_eq
-from servers.common import MAX_TEXT_CHARS, confine
+from servers.common import MAX_TEXT_CHARS, RECORD_ID_PATTERN, confine
+
+SERVER_DIRS = ("memory", "scenes", "traces", "jobs", "checkpoints", "rollouts")
+"""folders of the run directory that servers own (the store, scenes and traces, jobs, policy checkpoints and
+rollouts): memory exports never go there"""
 
 
 class DiagnosisIn(BaseModel):
     """A failure diagnosis ψ = (δ factor, phase, cause, evidence) of a scene's rollouts."""
 
-    id: str = Field(min_length=1, max_length=128, description="unique id; recording the same id again is a no-op")
-    scene_id: str = Field(min_length=1, max_length=128)
-    rollout_ids: list[str] = Field(default_factory=list, max_length=256)
+    id: RecordId = Field(description="unique id; recording the same id again is a no-op")
+    scene_id: RecordId
+    rollout_ids: list[RecordId] = Field(default_factory=list, max_length=256)
     factor: DiagnosisFactor = Field(description="δ: task, spatial, attribute or execution")
     phase: Phase = Field(description="trajectory phase: approach, grasp, lift, transport, place, release, ...")
     cause: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the cause in natural language")
@@ -210,10 +216,19 @@ class MemoryService:
         return AllocationResult(**plan.to_dict(), visits_recorded=record_visits)
 
     def export(self, directory: str) -> ExportResult:
+        """Export into a subfolder of the run directory that no server owns (files there are replaced)."""
         target = confine(self.run_dir, directory, "directory")
-        memory_dir = (self.run_dir / "memory").resolve()
-        if target == memory_dir or target.is_relative_to(memory_dir):
-            raise ValueError("export into a directory outside the store itself, e.g. 'exports/memory'")
+        if target == self.run_dir:
+            raise ValueError(f"directory {directory!r} is the run directory itself; export into a subfolder, "
+                             "e.g. 'exports/memory'")
+        top = target.relative_to(self.run_dir).parts[0]
+        store_dir = self.store.local_dir
+        if top in SERVER_DIRS:
+            raise ValueError(f"directory {directory!r} is inside {top}/, a folder the servers own; export into "
+                             "another subfolder, e.g. 'exports/memory'")
+        if store_dir is not None and (target.is_relative_to(store_dir) or store_dir.is_relative_to(target)):
+            raise ValueError(f"directory {directory!r} overlaps the memory store at {store_dir}; export into "
+                             "another subfolder, e.g. 'exports/memory'")
         manifest = self.store.export(target)
         return ExportResult(directory=str(target.relative_to(self.run_dir)),
                             rows={n: t["rows"] for n, t in manifest["tables"].items()})
@@ -221,6 +236,8 @@ class MemoryService:
     # --- reads --------------------------------------------------------------------------------------------
 
     def mode(self, mode_id: str) -> Mode:
+        if not re.fullmatch(RECORD_ID_PATTERN, mode_id):
+            raise ValueError(f"mode_id {mode_id!r} is not a valid id (pattern {RECORD_ID_PATTERN})")
         mode = self.store.get("modes", mode_id)
         if mode is None:
             raise LookupError(f"unknown mode_id {mode_id!r}; list modes with list_modes")

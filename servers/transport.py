@@ -5,9 +5,11 @@
 
 Security of the HTTP transport (issue 10):
 - binds 127.0.0.1 unless told otherwise; a non-loopback address is refused without a token;
-- DNS-rebinding protection: requests whose Host (or Origin) is not the bound address, localhost or an
-  explicitly allowed host are refused (421 / 403) by the SDK's transport security;
+- DNS-rebinding protection: requests whose Host (or Origin) is not exactly the bound address, localhost or [::1]
+  with the bound port, or an explicitly allowed host, are refused (421 / 403) by the SDK's transport security
+  (exact matches only: no port wildcards, so `127.0.0.1:8731@evil.example` is refused);
 - with a token, every request needs `Authorization: Bearer <token>` (401 otherwise, constant-time compare);
+  without one, `serve` warns on stderr that any local process can call every tool;
 - request bodies over `max_body_bytes` are refused (413).
 """
 
@@ -18,6 +20,7 @@ import ipaddress
 import logging
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -26,6 +29,8 @@ from mcp.server.mcpserver import MCPServer
 log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+TOKEN_ENV = "CODA_MCP_TOKEN"
+"""environment variable `coda serve` reads the bearer token from"""
 MAX_BODY_BYTES = 2 * 1024 * 1024
 """largest HTTP request body accepted (a 100 kB program is far below)"""
 
@@ -40,13 +45,18 @@ class HttpOptions:
     token: str | None = None
     """bearer token every request must carry (required when binding a non-loopback address)"""
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
-    """extra Host header values accepted besides the bound address and localhost (e.g. 'myhost:8731')"""
+    """extra Host header values accepted, exactly as given, besides the bound address and localhost with the bound
+    port (e.g. 'myhost:8731')"""
     path: str = "/mcp"
     max_body_bytes: int = MAX_BODY_BYTES
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be in 1..65535, got {self.port}")
+        for h in self.allowed_hosts:
+            if not h or any(c in h for c in "*@/ \t\r\n"):
+                raise ValueError(f"allowed host {h!r} must be a plain HOST or HOST:PORT (matched exactly, no "
+                                 "wildcards)")
         if self.token is not None and len(self.token) < 8:
             raise ValueError("the bearer token must have at least 8 characters")
         if not is_loopback(self.host) and not self.token:
@@ -71,15 +81,26 @@ def is_loopback(host: str) -> bool:
 
 
 def security_settings(options: HttpOptions):
-    """Host/Origin allow-lists for the SDK's DNS-rebinding protection."""
+    """Host/Origin allow-lists for the SDK's DNS-rebinding protection: exact values only (the SDK treats a
+    trailing ':*' as a prefix match, which let `127.0.0.1:8731@evil.example` through), each with the bound port."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    hosts = {"127.0.0.1", "localhost", "[::1]"}
-    if not is_loopback(options.host):
-        hosts.add(f"[{options.host}]" if ":" in options.host else options.host)
-    allowed = sorted(f"{h}:*" for h in hosts) + list(options.allowed_hosts)
-    origins = sorted(f"http://{h}:*" for h in hosts) + [f"http://{h}" for h in options.allowed_hosts]
+    hosts = {"127.0.0.1", "localhost", "[::1]", f"[{options.host}]" if ":" in options.host else options.host}
+    allowed = sorted(f"{h}:{options.port}" for h in hosts)
+    if options.port == 80:  # clients leave out the default port
+        allowed += sorted(hosts)
+    allowed += [h for h in options.allowed_hosts if h not in allowed]
+    origins = [f"http://{h}" for h in allowed]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=allowed, allowed_origins=origins)
+
+
+def no_token_warning(server_name: str, options: HttpOptions) -> str | None:
+    """The warning `serve` prints when HTTP runs without a bearer token (None with a token)."""
+    if options.token:
+        return None
+    return (f"WARNING: {server_name} serves {options.url} without a bearer token: any local process can call every "
+            f"tool. Set one with --token TOKEN or {TOKEN_ENV}=TOKEN (at least 8 characters; clients send "
+            "'Authorization: Bearer TOKEN').")
 
 
 class BearerTokenMiddleware:
@@ -128,6 +149,9 @@ def serve(server: MCPServer, http: HttpOptions | None = None) -> None:
         http_app(server, http), host=http.host, port=http.port, log_level="warning", access_log=False
     )
     log.warning("serving %s at %s%s", server.name, http.url, " (bearer token required)" if http.token else "")
+    warning = no_token_warning(server.name, http)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     anyio.run(uvicorn.Server(config).serve)
 
 

@@ -53,6 +53,14 @@ FAMILIES = ("pick_place", "stack", "articulated", "prep")
 
 OOD_SUITES = ("instances", "layouts", "tasks", "categories")
 
+# --- success predicates ----------------------------------------------------------------------
+MAX_PREDICATE_ATOMS = 64
+"""most atoms in a task's success predicate (the built-in families use at most 6)"""
+MAX_PREDICATE_DEPTH = 8
+"""deepest nesting of a success predicate, an atom alone being depth 1 (the built-in families reach 3)"""
+MAX_PREDICATE_NODES = 256
+"""most nodes (atoms and and/or/not connectives) in a success predicate"""
+
 # --- observation layout ---------------------------------------------------------------------
 MAX_OBJECTS = 10
 """object tokens per observation (padded, see OBS_OBJECT_MASK)"""

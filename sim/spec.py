@@ -18,7 +18,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sim.constants import FAMILIES, MAX_OBJECTS, ROLES
+from sim.constants import (
+    FAMILIES,
+    MAX_OBJECTS,
+    MAX_PREDICATE_ATOMS,
+    MAX_PREDICATE_DEPTH,
+    MAX_PREDICATE_NODES,
+    ROLES,
+)
 from sim.predicates import Predicate
 
 SPEC_VERSION = 1
@@ -29,6 +36,43 @@ assert set(Role.__args__) == set(ROLES)  # noqa: S101  (kept in sync with sim.co
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+_CONNECTIVES = ("and", "or", "not")
+
+
+def _predicate_children(node: Any) -> list[Any] | None:
+    """Sub-predicates of a predicate given as a model or as raw JSON data (None: an atom or not a predicate)."""
+    op = node.get("op") if isinstance(node, dict) else getattr(node, "op", None)
+    if op not in _CONNECTIVES:
+        return None
+    key = "term" if op == "not" else "terms"
+    child = node.get(key) if isinstance(node, dict) else getattr(node, key, None)
+    if op == "not":
+        return [child] if child is not None else []
+    return list(child) if isinstance(child, list | tuple) else []
+
+
+def check_predicate_size(node: Any) -> None:
+    """Refuse a success predicate over `MAX_PREDICATE_ATOMS` atoms, `MAX_PREDICATE_NODES` nodes or
+    `MAX_PREDICATE_DEPTH` levels. Works on raw JSON data too, so an oversized predicate is refused before it is
+    parsed; walks iteratively and stops at the first limit exceeded."""
+    atoms = nodes = 0
+    stack = [(node, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > MAX_PREDICATE_DEPTH:
+            raise ValueError(f"success predicate is nested deeper than the limit of {MAX_PREDICATE_DEPTH} levels")
+        nodes += 1
+        if nodes > MAX_PREDICATE_NODES:
+            raise ValueError(f"success predicate has more than the limit of {MAX_PREDICATE_NODES} nodes")
+        children = _predicate_children(current)
+        if children is None:
+            atoms += 1
+            if atoms > MAX_PREDICATE_ATOMS:
+                raise ValueError(f"success predicate has more than the limit of {MAX_PREDICATE_ATOMS} atoms")
+        else:
+            stack.extend((c, depth + 1) for c in children)
 
 
 class TaskObject(_Frozen):
@@ -47,7 +91,22 @@ class TaskSpec(_Frozen):
     objects: tuple[TaskObject, ...]
     success: Predicate
     initial_state: dict[str, dict[str, float]] = Field(default_factory=dict)
-    """per-object initial joint state, e.g. {"drawer": {"open": 0.0}} (fraction of the joint range)"""
+    """per-object initial joint state, e.g. {"drawer": {"open": 0.0}} (fraction of the joint range); finite"""
+
+    @field_validator("success", mode="before")
+    @classmethod
+    def _success_size(cls, v: Any) -> Any:
+        check_predicate_size(v)
+        return v
+
+    @field_validator("initial_state")
+    @classmethod
+    def _initial_state(cls, v: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for obj, joints in v.items():
+            for key, value in joints.items():
+                if not math.isfinite(value):
+                    raise ValueError(f"initial_state[{obj!r}][{key!r}] must be a finite number, got {value}")
+        return v
 
     @field_validator("family")
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from coda.cli import emit
 
@@ -47,11 +48,19 @@ def _mode_row(m) -> dict:
     }
 
 
+READ_ONLY = ("ls", "show", "modes", "export")
+"""commands that only read the store: they never create one (a wrong --store is an error, not a new store)"""
+
+
 def run(args: argparse.Namespace) -> int:
     from memory_store.store import MemoryStore, where_eq
 
-    store = MemoryStore.open(args.store)
     command = args.memory_command
+    try:
+        store = MemoryStore.open(args.store, create=command not in READ_ONLY)
+    except OSError as exc:
+        print(f"coda memory {command}: {exc}", file=sys.stderr)
+        return 1
     if command == "ls":
         payload = {
             name: {"rows": n, "version": store.table(name).version} for name, n in store.counts().items()

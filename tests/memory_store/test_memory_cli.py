@@ -56,3 +56,23 @@ def test_bench_reports_throughput_and_latency(tmp_path):
     assert result["add_rows_per_s"] > 0
     assert set(result["search_no_index_ms"]) == {"p50", "p95"}
     assert "search_vector_index_ms" not in result  # below VECTOR_INDEX_MIN_ROWS
+
+
+
+def test_read_only_commands_never_create_a_store(tmp_path, capsys):
+    """Issue 17: `coda memory ls --store DIR` created six tables in DIR, and gave a traceback on a file."""
+    missing, empty, a_file = tmp_path / "missing", tmp_path / "empty", tmp_path / "file.txt"
+    empty.mkdir()
+    a_file.write_text("not a store")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    parser = argparse.ArgumentParser(prog="coda")
+    memory_command.register(parser.add_subparsers(dest="command"), "memory")
+    for argv in (["ls"], ["modes"], ["show", "d1"], ["export", str(tmp_path / "exp")]):
+        for store, words in ((missing, "does not exist"), (empty, "none of the memory tables"),
+                             (a_file, "is a file")):
+            args = parser.parse_args(["memory", *argv, "--store", str(store)])
+            rc = args.func(args)
+            out, err = capsys.readouterr()
+            assert rc != 0 and not out, (argv, store, out)
+            assert err.count("\n") == 1 and words in err and str(store) in err, err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing created

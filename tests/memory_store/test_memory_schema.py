@@ -123,3 +123,77 @@ def test_table_name_accepts_names_models_and_records():
     }
     with pytest.raises(ValueError, match="valid tables"):
         table_name("mode")
+
+
+BAD_IDS = ["../../etc/passwd", "a' OR '1'='1", ".hidden", "a/b", "", "x" * 129, "sp ace"]
+
+
+def test_record_ids_and_references_follow_the_documented_pattern():
+    """Issue 17: ids such as `../../etc/passwd` or `a' OR '1'='1` were stored; SECURITY.md promises RECORD_ID_PATTERN."""
+    from memory_store.schema import RECORD_ID_PATTERN
+    from servers.common import RECORD_ID_PATTERN as SERVER_PATTERN
+
+    assert RECORD_ID_PATTERN == SERVER_PATTERN
+    rollout = {"id": "r1", "scene_id": "s1", "policy_id": "run@r0", "success": True, "steps": 3,
+               "episode_return": 1.0, "seed": 0, "phase_reached": "grasp"}
+    make = {
+        "id": lambda bad: scene(bad),
+        "scene_id": lambda bad: RolloutRecord(**{**rollout, "scene_id": bad}),
+        "rollout_ids": lambda bad: Diagnosis(id="d", scene_id="s", factor="task", phase="other", cause="x",
+                                             rollout_ids=["r1", bad]),
+        "mode_id": lambda bad: scene("s1", mode_id=bad),
+        "parent_scene_id": lambda bad: GenerationProgram(id="g", mode_id="m", factor="layout", parent_scene_id=bad),
+    }
+    for field, build in make.items():
+        for bad in BAD_IDS:
+            if field == "parent_scene_id" and bad == "":
+                continue  # no parent
+            with pytest.raises(ValueError, match=field):
+                build(bad)
+    assert RolloutRecord(**rollout).policy_id == "run@r0"  # not a record id
+    assert GenerationProgram(id="g", mode_id="mode-spatial-grasp-0123abcd", factor="layout").parent_scene_id == ""
+    assert scene("failed-r3-0123456789abcdef").id == "failed-r3-0123456789abcdef"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_float_fields_must_be_finite(bad):
+    """Issue 17: NaN and Infinity were stored (success_rate, episode_return) and exported as non-standard JSON."""
+    rollout = {"id": "r1", "scene_id": "s1", "policy_id": "p0", "success": True, "steps": 3,
+               "episode_return": 1.0, "seed": 0, "phase_reached": "grasp"}
+    vec = np.ones(EMBED_DIM)
+    cases = [
+        ("success_rate", lambda: scene("s1", success_rate=bad)),
+        ("learning_progress", lambda: scene("s1", learning_progress=bad)),
+        ("episode_return", lambda: RolloutRecord(**{**rollout, "episode_return": bad})),
+        ("summary", lambda: RolloutRecord(**{**rollout, "summary": {"returns": [0.0, bad]}})),
+        ("hardness", lambda: Mode(id="m", factor="task", phase="other", centroid=vec, description="d", hardness=bad)),
+        ("importance", lambda: Mode(id="m", factor="task", phase="other", centroid=vec, description="d",
+                                    importance=bad)),
+        ("values", lambda: HistoryEvent(round=0, event="hardness", values={"hardness": bad})),
+        ("success_on_variants", lambda: GenerationProgram(id="g", mode_id="m", factor="layout",
+                                                          success_on_variants=bad)),
+        ("evidence", lambda: TrainingProgram(id="t", mode_id="m", phase="grasp", evidence={"before": bad})),
+        ("extra", lambda: Diagnosis(id="d", scene_id="s", factor="task", phase="other", cause="x",
+                                    evidence={"extra": {"score": bad}})),
+    ]
+    for field, build in cases:
+        with pytest.raises(ValueError, match=field):
+            build()
+
+
+def test_exports_are_standard_json(tmp_path):
+    import json
+
+    from memory_workers import open_store
+
+    store = open_store(tmp_path / "mem")
+    store.put_many(_one_of_each())
+    store.export(tmp_path / "exp")
+
+    def refuse(constant):
+        raise AssertionError(f"non-standard JSON constant {constant} in an export")
+
+    json.loads((tmp_path / "exp" / "manifest.json").read_text(), parse_constant=refuse)
+    for path in (tmp_path / "exp").glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            json.loads(line, parse_constant=refuse)

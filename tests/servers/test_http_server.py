@@ -67,6 +67,8 @@ def test_tools_over_http_with_token(http_server):
     assert _post(url, {"Authorization": "Bearer wrong-token-000"}) == 401
     auth = {"Authorization": f"Bearer {TOKEN}"}
     assert _post(url, {**auth, "Host": "evil.example:80"}) == 421  # DNS rebinding: foreign Host refused
+    assert _post(url, {**auth, "Host": f"127.0.0.1:{port}@evil.example"}) == 421  # no prefix matches
+    assert _post(url, {**auth, "Host": f"localhost:{port + 1}"}) == 421  # the bound port only
     assert _post(url, {**auth, "Origin": "http://evil.example"}) == 403
     assert _post(url, {**auth, "Host": f"localhost:{port}"}) == 200
 
@@ -79,7 +81,7 @@ def test_http_options_refuse_unsafe_binds():
         HttpOptions(token="short")
     opened = HttpOptions(host="0.0.0.0", token=TOKEN, allowed_hosts=("myhost:8731",))
     settings = security_settings(opened)
-    assert "myhost:8731" in settings.allowed_hosts and "localhost:*" in settings.allowed_hosts
+    assert "myhost:8731" in settings.allowed_hosts and "localhost:8731" in settings.allowed_hosts
     assert "evil.example:*" not in settings.allowed_hosts
 
 
@@ -91,3 +93,45 @@ def test_serve_refuses_public_bind_without_token(tmp_path, monkeypatch, capsys):
                               token=None, allow_host=[], embedder=None)
     assert serve.run(args) == 2
     assert "bearer token" in capsys.readouterr().err
+
+
+def test_host_and_origin_checks_are_exact_with_the_port():
+    """Issue 17: the Host check matched by prefix with any port (`127.0.0.1:18790@evil.example` was accepted)."""
+    from mcp.server.transport_security import TransportSecurityMiddleware
+
+    port = 18790
+    check = TransportSecurityMiddleware(security_settings(HttpOptions(port=port, allowed_hosts=("myhost:9000",))))
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "myhost:9000"):
+        assert check._validate_host(host), host
+    for host in (f"127.0.0.1:{port}@evil.example", f"localhost:{port}.evil.example", f"127.0.0.1:{port + 1}",
+                 f"localhost:{port}0", "localhost:1", "127.0.0.1", f"evil.example:{port}", "myhost:9000x",
+                 "myhost:9001", "myhost", ""):
+        assert not check._validate_host(host), host
+    assert check._validate_origin(f"http://localhost:{port}") and check._validate_origin("http://myhost:9000")
+    for origin in (f"http://localhost:{port}@evil.example", f"http://127.0.0.1:{port}.evil.example",
+                   f"http://localhost:{port + 1}", "http://evil.example"):
+        assert not check._validate_origin(origin), origin
+    public = security_settings(HttpOptions(host="0.0.0.0", port=port, token=TOKEN))
+    assert f"0.0.0.0:{port}" in public.allowed_hosts and not any("*" in h for h in public.allowed_hosts)
+    with pytest.raises(ValueError, match="exactly"):
+        HttpOptions(allowed_hosts=("myhost:*",))
+
+
+def test_http_without_token_warns_once(monkeypatch, capsys):
+    """Issue 17: serving HTTP without a token said nothing; it now warns that any local process can call every tool."""
+    import uvicorn
+
+    from servers.common import new_server
+    from servers.transport import serve
+
+    async def no_serve(self, sockets=None):
+        return None
+
+    monkeypatch.setattr(uvicorn.Server, "serve", no_serve)
+    server = new_server("coda-probe", "probe")
+    serve(server, HttpOptions(port=free_port()))
+    err = capsys.readouterr().err
+    assert err.count("without a bearer token") == 1 and "any local process can call every tool" in err
+    assert "--token" in err and "CODA_MCP_TOKEN" in err
+    serve(server, HttpOptions(port=free_port(), token=TOKEN))
+    assert "without a bearer token" not in capsys.readouterr().err

@@ -203,3 +203,99 @@ def test_servers_of_two_run_dirs_share_one_memory_uri(tmp_path):
     status = asyncio.run(main())
     assert status["rows"]["rollouts"] == 1 and status["store"] == str(shared)
     assert (shared / "rollouts.lance").is_dir() and not (tmp_path / "a" / "memory").exists()
+
+
+HOSTILE_IDS = ["../../etc/passwd", "a' OR '1'='1", ".hidden", "a/b", "x" * 129]
+
+
+def test_ids_from_clients_follow_the_documented_pattern(server, tmp_path):
+    """Issue 17: record ids such as `../../etc/passwd` and `a' OR '1'='1` were stored; every id a client supplies
+    (tool arguments and ids inside records) must match RECORD_ID_PATTERN, and the error names the argument."""
+    rollout = {"id": "r1", "scene_id": "s1", "policy_id": "run@r0", "success": True, "steps": 3,
+               "episode_return": 1.0, "seed": 0, "phase_reached": "grasp"}
+
+    async def main():
+        async with Client(server) as c:
+            mode_id = (await ok(c, "record_diagnosis", diagnosis(1, "misses the handle")))["mode_id"]
+            for bad in HOSTILE_IDS:
+                calls = [
+                    ("record_scene", {"scene": {"id": bad, "family": "stack", "program": "p"}}, "scene.id"),
+                    ("record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p", "mode_id": bad}},
+                     "scene.mode_id"),
+                    ("record_rollout", {"rollout": {**rollout, "id": bad}}, "rollout.id"),
+                    ("record_rollout", {"rollout": {**rollout, "scene_id": bad}}, "rollout.scene_id"),
+                    ("record_rollouts", {"rollouts": [rollout, {**rollout, "id": bad}]}, "rollouts.1.id"),
+                    ("record_diagnosis", diagnosis(2, "x", id=bad), "diagnosis.id"),
+                    ("record_diagnosis", diagnosis(2, "x", scene_id=bad), "diagnosis.scene_id"),
+                    ("record_diagnosis", diagnosis(2, "x", rollout_ids=["r1", bad]), "diagnosis.rollout_ids"),
+                    ("put_generation_program", {"program": {"id": bad, "mode_id": mode_id, "factor": "layout"}},
+                     "program.id"),
+                    ("put_generation_program", {"program": {"id": "g1", "mode_id": mode_id, "factor": "layout",
+                                                            "parent_scene_id": bad}}, "program.parent_scene_id"),
+                    ("put_training_program", {"program": {"id": "t1", "mode_id": bad, "phase": "grasp"}},
+                     "program.mode_id"),
+                    ("get_mode", {"mode_id": bad}, "mode_id"),
+                    ("set_mode_status", {"mode_id": bad, "status": "refuted"}, "mode_id"),
+                    ("update_hardness", {"mode_id": bad, "successes": 1, "n": 2}, "mode_id"),
+                    ("get_generation_programs", {"mode_id": bad}, "mode_id"),
+                    ("get_training_programs", {"mode_id": bad}, "mode_id"),
+                    ("search_diagnoses", {"query": "x", "mode_id": bad}, "mode_id"),
+                    ("update_learning_progress", {"mode_id": mode_id, "before": 0.1, "after": 0.2,
+                                                  "training_program_id": bad}, "training_program_id"),
+                ]
+                for tool_name, args, where in calls:
+                    assert where in await err(c, tool_name, args), (tool_name, bad)
+            status = await ok(c, "memory_status", {})
+            assert status["rows"] == {"scenes": 0, "rollouts": 0, "diagnoses": 1, "modes": 1,
+                                      "generation_programs": 0, "training_programs": 0}
+            assert (await ok(c, "record_rollout", {"rollout": rollout}))["inserted"] == 1  # policy ids may hold '@'
+            with pytest.raises(Exception, match="not a valid id"):
+                await c.read_resource("memory://modes/a' OR '1'='1")
+
+    run(main())
+
+
+def test_non_finite_numbers_are_refused(server, tmp_path):
+    """Issue 17: NaN and Infinity were stored in success_rate and episode_return and exported as `NaN`."""
+    rollout = {"id": "r1", "scene_id": "s1", "policy_id": "p0", "success": True, "steps": 3,
+               "episode_return": 1.0, "seed": 0, "phase_reached": "grasp"}
+
+    async def main():
+        async with Client(server) as c:
+            for bad in ("NaN", "Infinity", "-inf"):  # strings: JSON has no NaN literal, pydantic reads them as floats
+                assert "rollout.episode_return" in await err(
+                    c, "record_rollout", {"rollout": {**rollout, "episode_return": bad}})
+                assert "scene.success_rate" in await err(
+                    c, "record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p", "success_rate": bad}})
+            assert (await ok(c, "memory_status", {}))["rows"]["rollouts"] == 0
+            await ok(c, "record_rollout", {"rollout": rollout})
+            await ok(c, "export_memory", {"directory": "exports/m"})
+
+    run(main())
+
+    def refuse(constant):
+        raise AssertionError(f"non-standard JSON constant {constant} in an export")
+
+    for path in (tmp_path / "exports" / "m").glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            json.loads(line, parse_constant=refuse)
+
+
+def test_export_is_confined_to_a_subfolder(server, tmp_path):
+    """Issue 17: export_memory accepted '.', the run directory's root; server-owned folders are refused too."""
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (tmp_path / "link").symlink_to(outside)
+
+    async def main():
+        async with Client(server) as c:
+            for bad in (".", "./", "exports/..", "memory", "memory/x", "scenes", "traces/t", "jobs", "checkpoints",
+                        "rollouts", "/tmp/x", "../outside", "link", "link/x", ""):
+                text = await err(c, "export_memory", {"directory": bad})
+                assert "directory" in text, (bad, text)
+            assert (await ok(c, "export_memory", {"directory": "exports/memory"}))["directory"] == "exports/memory"
+            assert (await ok(c, "export_memory", {"directory": "my-export"}))["directory"] == "my-export"
+
+    run(main())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exports", "link", "memory", "my-export"]
+    assert not list(outside.iterdir())

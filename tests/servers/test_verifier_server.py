@@ -75,6 +75,29 @@ def test_verify_scene_by_id_or_spec(stored):
     run(main())
 
 
+def test_verify_scene_refuses_non_finite_state_and_huge_predicates(stored):
+    """Issue 17: NaN/Infinity in task.initial_state and a 60k-atom success predicate used to pass verify_scene."""
+    run_dir, sid = stored
+    spec = json.loads((run_dir / "scenes" / f"{sid}.json").read_text())
+    target = spec["task"]["objects"][0]["name"]
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            for bad in ("NaN", "Infinity", "-Infinity"):
+                text = json.dumps({**spec, "task": {**spec["task"], "initial_state": {target: {"open": 0.0}}}})
+                text = text.replace('"open": 0.0', f'"open": {bad}')  # JSON text: NaN literals survive transport
+                got = await ok(c, "verify_scene", {"spec": text})
+                assert not got["passed"] and got["checks"][0]["name"] == "spec_valid", got["summary"]
+                assert "finite" in got["checks"][0]["message"]
+            atom = {"op": "grasped", "args": [target], "params": {}}
+            huge = {**spec, "task": {**spec["task"], "success": {"op": "or", "terms": [atom] * 2_000}}}
+            got = await ok(c, "verify_scene", {"spec": huge})
+            assert not got["passed"] and got["checks"][0]["name"] == "spec_valid"
+            assert "limit of 64 atoms" in got["checks"][0]["message"]
+
+    run(main())
+
+
 def test_parse_predicate_forms():
     text = "inside(mug, bowl) & ~grasped(mug) | lifted(mug, height=0.1)"
     pred = parse_predicate(text)

@@ -1,6 +1,8 @@
 """Scene programs → specs: determinism, factored resampling, serialization, clear errors."""
 
+import functools
 import json
+import operator
 
 import numpy as np
 import pytest
@@ -90,3 +92,58 @@ def test_errors_name_the_problem():
     with pytest.raises(ValueError, match="unknown object"):
         scene.set_task("put it on the moon", success=on(mug, "moon"))
         scene.spec()
+
+
+def _spec_with(**task_changes) -> dict:
+    data = sample_spec("prep", 0).model_dump(mode="json")
+    data["task"].update(task_changes)
+    return data
+
+
+def test_success_predicate_size_is_capped():
+    """Issue 17: a 60k-atom success predicate used to pass and cost seconds per call; atoms and depth are capped."""
+    from sim.constants import MAX_PREDICATE_ATOMS, MAX_PREDICATE_DEPTH
+
+    atom = on("lime", "cutting_board").model_dump(mode="json")
+    ok = _spec_with(success={"op": "and", "terms": [atom] * MAX_PREDICATE_ATOMS})
+    assert SceneSpec.model_validate(ok).task.success.op == "and"  # at the limit: accepted
+    with pytest.raises(ValueError, match=f"limit of {MAX_PREDICATE_ATOMS} atoms"):
+        SceneSpec.model_validate(_spec_with(success={"op": "and", "terms": [atom] * 60_000}))
+    deep = atom
+    for _ in range(MAX_PREDICATE_DEPTH):  # depth limit + 1
+        deep = {"op": "not", "term": deep}
+    with pytest.raises(ValueError, match=f"limit of {MAX_PREDICATE_DEPTH} levels"):
+        SceneSpec.model_validate(_spec_with(success=deep))
+    with pytest.raises(ValueError, match="nodes"):  # empty connectives cost time too
+        SceneSpec.model_validate(_spec_with(success={"op": "or", "terms": [atom, *[{"op": "and", "terms": []}] * 5000]}))
+    scene = Scene(family="pick_place", seed=0)  # built in Python, through the SDK
+    mug, bowl = scene.add_object("mug", role="target"), scene.add_object("bowl", role="receptacle")
+    with pytest.raises(Exception, match=f"limit of {MAX_PREDICATE_ATOMS} atoms"):
+        scene.set_task("put the mug in the bowl", success=functools.reduce(
+            operator.and_, [inside(mug, bowl)] * (MAX_PREDICATE_ATOMS + 1)))
+        scene.set_layout(place(mug, on="table", xy=(0.45, -0.10)), place(bowl, on="table", near=mug, gap=0.12))
+        scene.spec()
+
+
+def test_builtin_families_stay_far_below_the_predicate_limits():
+    from sim.constants import MAX_PREDICATE_ATOMS
+    from sim.predicates import atoms
+
+    for family in FAMILIES:
+        for seed in range(3):
+            assert len(atoms(sample_spec(family, seed).task.success)) <= MAX_PREDICATE_ATOMS // 8
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_initial_state_must_be_finite(bad):
+    spec = sample_spec("articulated", 0)
+    data = spec.model_dump(mode="json")
+    name = spec.task.with_role("articulated")[0].name
+    data["task"]["initial_state"] = {name: {"open": bad}}
+    with pytest.raises(ValueError, match="finite"):
+        SceneSpec.model_validate(data)
+    text = json.dumps(data)  # NaN / Infinity literals, as Python's json writes them
+    with pytest.raises(ValueError, match=r"initial_state\[.*\] must be a finite number"):
+        SceneSpec.model_validate_json(text)
+    data["task"]["initial_state"] = {name: {"open": 0.5}}
+    assert SceneSpec.model_validate(data).task.initial_state[name]["open"] == 0.5
