@@ -1,8 +1,11 @@
 """CoDA simulator SDK: factored scenes (task / layout / attributes) on MuJoCo, with verifiable success predicates.
 
-Scene programs import from here:
+Trusted code (the agent, the servers, the families) imports from here:
 
     from sim import Scene, place, inside, grasped
+
+Scene programs write the same imports, but in the sandbox `import sim` gives them `sim.program`, a facade with
+the same API over plain data (see `sim.program.PROGRAM_MODULES`).
 """
 
 import os

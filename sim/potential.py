@@ -7,9 +7,12 @@ A potential program is Python source (imports: `math`, `numpy`, `sim.helpers`) t
     def potential_1(state) -> float: ...                      # in [0, 1], one per subgoal
     LEARNING_TOOL = "awr_shaped"                              # bc | awr_shaped | reevaluate | return_to_engine
 
-On a `sim.helpers.SceneState` the staged potential is Φ(s) = (k + φ_{k+1}(s)) / K, where k counts the leading
+On a simulator state s the staged potential is Φ(s) = (k + φ_{k+1}(s)) / K, where k counts the leading
 subgoals whose completion predicates hold (cumulative: subgoal k counts only if 1..k-1 do) and the task
-predicate ν stays the final condition (k = K needs ν; then Φ = 1).
+predicate ν stays the final condition (k = K needs ν; then Φ = 1). The program's functions get data, not live
+objects: `state` is an opaque `sim.program_helpers.SceneState` view that only the helpers facade (what
+`from sim import helpers` gives a program, see `sim.program.PROGRAM_MODULES`) can read, and the helpers return
+plain floats, bools, tuples and `Vec`s (`program_state`).
 
 Programs never run in this process: `evaluate_in_sandbox` is the trusted sandbox finalizer that rebuilds the
 env from the spec, restores each supplied state (qpos, qvel) and evaluates Φ twice per state, timing it.
@@ -35,6 +38,9 @@ MAX_SUBGOALS = 12
 MAX_MS_PER_STATE = 1.0
 MIN_RANK_CORRELATION = 0.5
 FINALIZER = "sim.potential:evaluate_in_sandbox"
+SANDBOX_PRELOAD = ("sim.env", "sim.program", "sim.program_helpers", "sim.program_numpy")
+"""imported in the sandbox's zygote with the finalizer (children cannot import): what `evaluate_in_sandbox` imports
+lazily, and the facades programs get for `sim`, `sim.helpers` and `numpy` (`sim.program.PROGRAM_MODULES`)"""
 ALLOWED_IMPORTS = ("math", "numpy", "sim.helpers")
 
 
@@ -128,13 +134,14 @@ def _structure_problems(tree: ast.Module) -> list[str]:
 # --- the runtime (runs inside the sandbox) ------------------------------------------------------------------
 
 
-def staged(namespace: dict, state, success) -> tuple[float, int, float]:
-    """(Φ, k, φ_{k+1}) of a loaded program's namespace on one state."""
+def staged(namespace: dict, state, success, task_state=None) -> tuple[float, int, float]:
+    """(Φ, k, φ_{k+1}) of a loaded program's namespace on one state: the program's functions get `state` (the
+    view, `program_state`), the task predicate ν is evaluated on `task_state` (the live state; default `state`)."""
     K = len(namespace["SUBGOALS"])
     k = 0
     while k < K and bool(namespace[f"complete_{k + 1}"](state)):
         k += 1
-    if k == K and not success.evaluate(state):
+    if k == K and not success.evaluate(state if task_state is None else task_state):
         k = K - 1  # the task predicate stays the final completion condition
     if k == K:
         return 1.0, K, 1.0
@@ -158,14 +165,15 @@ def evaluate_in_sandbox(namespace: dict, inputs: dict) -> dict:
                            "learning_tool": namespace.get("LEARNING_TOOL"), "episodes": []}
     for ep in inputs["episodes"]:
         env.state.initial_bottom = dict(ep["initial_bottom"])
+        state = program_state(namespace, env.state)
         rows = {"phi": [], "phi_again": [], "k": [], "phi_next": [], "ms": []}
         for qpos, qvel in zip(ep["qpos"], ep["qvel"], strict=True):
             env.data.qpos[:] = qpos
             env.data.qvel[:] = qvel
             _forward(env)
             t0 = time.perf_counter()
-            phi, k, nxt = staged(namespace, env.state, success)
-            again = staged(namespace, env.state, success)[0]
+            phi, k, nxt = staged(namespace, state, success, env.state)
+            again = staged(namespace, state, success, env.state)[0]
             rows["ms"].append((time.perf_counter() - t0) * 500.0)
             rows["phi"].append(_number(phi))
             rows["phi_again"].append(_number(again))
@@ -173,6 +181,31 @@ def evaluate_in_sandbox(namespace: dict, inputs: dict) -> dict:
             rows["phi_next"].append(_number(nxt))
         out["episodes"].append(rows)
     return out
+
+
+def program_state(namespace: dict, state):
+    """What a program's complete_k / potential_k are called with: the opaque `sim.program_helpers.SceneState`
+    view of `state` (the facade helpers unwrap it) instead of the live state with its MuJoCo model, data and spec.
+
+    Transitional: while the sandbox still hands programs the real `sim` / `sim.helpers` modules (before it maps
+    imports through `sim.program.PROGRAM_MODULES`), a program whose namespace holds one of them gets the live
+    state, which is what those helpers take. Once the mapping is in place no program can hold them, and this
+    always returns the view."""
+    from sim import helpers, program_helpers
+
+    view = program_helpers._view(state)
+    for value in list(namespace.values()):
+        if value is helpers or (type(value).__name__ == "module" and _module_name(value) in ("sim", "sim.helpers")):
+            return state
+    return view
+
+
+def _module_name(module) -> str | None:
+    try:
+        name = module.__name__  # a module, or the sandbox's read-only proxy of one
+    except Exception:  # noqa: BLE001
+        return None
+    return name if isinstance(name, str) else None
 
 
 def _forward(env) -> None:

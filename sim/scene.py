@@ -8,12 +8,16 @@
     scene.set_attributes(mug, mass=0.25, friction=0.8, rgba="red")
 
 All randomness comes from `numpy.random.default_rng(seed)`, so the same program and seed give the same spec.
+
+This is the trusted builder. Untrusted scene programs get `sim.program` instead (plain objects, no pydantic, numpy
+or dataclass values), whose `Scene` delegates to this one; `finalize_program` validates either.
 """
 
 from __future__ import annotations
 
 import keyword
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +37,10 @@ from sim.spec import (
 )
 
 SplitName = Literal["train", "heldout"]
+
+SANDBOX_PRELOAD = ("sim.program", "sim.program_helpers", "sim.program_numpy")
+"""imported in the sandbox's zygote with the finalizer (children cannot import): the facades programs get for
+`sim`, `sim.helpers` and `numpy` (`sim.program.PROGRAM_MODULES`)"""
 
 COLORS: dict[str, tuple[float, float, float, float]] = {
     "red": (0.85, 0.15, 0.12, 1.0),
@@ -250,13 +258,21 @@ class Scene:
 
 
 def finalize_program(namespace: dict, inputs: dict) -> dict:
-    """Sandbox finalizer for scene programs: the program must leave a `Scene` named `scene`."""
+    """Sandbox finalizer for scene programs: the program must leave a `Scene` named `scene`.
+
+    Programs build it with the facade `sim.program.Scene` (what `import sim` gives them in the sandbox), which
+    keeps the trusted `Scene` it delegates to in a private slot; that one is validated here. A trusted `Scene`
+    itself (a program run in-process with the real `sim` package) is accepted too."""
     scene = namespace.get("scene")
     if scene is None:
         raise SceneError("the program did not define `scene`; end with scene = Scene(...) and its set_* calls")
-    if not isinstance(scene, Scene):
+    program = sys.modules.get("sim.program")  # not loaded: the program cannot have used the facade
+    builder = None if program is None else program._trusted_scene(scene)
+    if builder is None and type(scene) is Scene:
+        builder = scene
+    if builder is None:
         raise SceneError(f"`scene` must be a sim.Scene, got {type(scene).__name__}")
-    return scene.spec().model_dump(mode="json")
+    return builder.spec().model_dump(mode="json")
 
 
 def to_program(spec: SceneSpec) -> str:

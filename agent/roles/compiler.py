@@ -22,7 +22,7 @@ from agent.roles.critic import CriticDiagnosis
 from agent.roles.potential_templates import cause_objects, write_program
 from agent.roles.prompt_files import render_prompt
 from memory_store.schema import Diagnosis, TrainingProgram
-from sim import helpers
+from sim import program_helpers
 from sim.planner import order_subgoals
 from sim.potential import LEARNING_TOOLS, PotentialReport, check_program, episode, helper_names
 from sim.spec import SceneSpec
@@ -137,10 +137,11 @@ class OfflineCompiler:
 
 
 def helper_reference() -> str:
-    """Signatures and first docstring lines of the `sim.helpers` functions programs may call."""
+    """Signatures and first docstring lines of the helpers programs may call, as programs get them
+    (`sim.program_helpers`: plain floats, bools, tuples and Vec / Mat instead of numpy arrays)."""
     lines = []
     for name in sorted(helper_names()):
-        fn = getattr(helpers, name)
+        fn = getattr(program_helpers, name)
         doc = (inspect.getdoc(fn) or "").splitlines()
         lines.append(f"- h.{name}{inspect.signature(fn)}" + (f": {doc[0]}" if doc else ""))
     return "\n".join(lines)
