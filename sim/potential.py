@@ -186,26 +186,10 @@ def evaluate_in_sandbox(namespace: dict, inputs: dict) -> dict:
 def program_state(namespace: dict, state):
     """What a program's complete_k / potential_k are called with: the opaque `sim.program_helpers.SceneState`
     view of `state` (the facade helpers unwrap it) instead of the live state with its MuJoCo model, data and spec.
+    Programs import the facades (`sim.program.PROGRAM_MODULES`), so the view is all they can use."""
+    from sim import program_helpers
 
-    Transitional: while the sandbox still hands programs the real `sim` / `sim.helpers` modules (before it maps
-    imports through `sim.program.PROGRAM_MODULES`), a program whose namespace holds one of them gets the live
-    state, which is what those helpers take. Once the mapping is in place no program can hold them, and this
-    always returns the view."""
-    from sim import helpers, program_helpers
-
-    view = program_helpers._view(state)
-    for value in list(namespace.values()):
-        if value is helpers or (type(value).__name__ == "module" and _module_name(value) in ("sim", "sim.helpers")):
-            return state
-    return view
-
-
-def _module_name(module) -> str | None:
-    try:
-        name = module.__name__  # a module, or the sandbox's read-only proxy of one
-    except Exception:  # noqa: BLE001
-        return None
-    return name if isinstance(name, str) else None
+    return program_helpers._view(state)
 
 
 def _forward(env) -> None:

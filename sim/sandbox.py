@@ -52,8 +52,10 @@ from sim.sandbox_worker import ID_BYTES, MAX_MESSAGE_BYTES, write_message
 DEFAULT_ALLOWED: tuple[str, ...] = ("sim", "math", "numpy")
 # Imported once per zygote; "module:function" entries are also called, to fill lazy caches (the
 # asset pool takes ~0.9 s to build and would otherwise be rebuilt in every forked child).
-DEFAULT_PRELOAD: tuple[str, ...] = ("numpy", "numpy.random", "mujoco", "sim", "sim.env", "sim.helpers", "sim.potential",
-                                     "sim.assets:categories")
+# Children cannot open files: what a program or finalizer uses must be loaded here (finalizer modules add
+# their own SANDBOX_PRELOAD). Programs get the facades of sim.program.PROGRAM_MODULES.
+DEFAULT_PRELOAD: tuple[str, ...] = ("numpy", "numpy.random", "mujoco", "sim", "sim.program", "sim.program_helpers",
+                                     "sim.program_numpy", "sim.env", "sim.potential", "sim.assets:categories")
 DEFAULT_FINALIZER = "sim.sandbox:collect_result"
 # Trusted scene program that each standby child runs once, locked down, before its request: it
 # takes the copy-on-write page faults of the zygote's heap off the untrusted program's run.

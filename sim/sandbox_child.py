@@ -30,6 +30,8 @@ import sys
 from types import CodeType, ModuleType
 
 from sim import sandbox_os
+from sim import program_helpers, program_numpy  # noqa: F401 - loaded here: children cannot import
+from sim.program import PROGRAM_MODULES
 from sim.sandbox_policy import PROGRAM_FILENAME, SAFE_BUILTINS, attribute_problem, import_problem, is_dunder
 from sim.sandbox_worker import EXIT_INTERNAL, EXIT_MEMORY, HEADER, error, read_message, write_all
 
@@ -336,13 +338,24 @@ def _restricted_builtins(allowed: tuple[str, ...], violations: list[str]) -> dic
         for item in fromlist or ():
             if problem is None and item != "*":
                 problem = attribute_problem(item)
+        target = name
+        if problem is None and name.partition(".")[0] in PROGRAM_MODULES:
+            # programs get the data-only facades (sim.program ...), never the SDK or numpy themselves
+            target = PROGRAM_MODULES.get(name)
+            if target is None:
+                problem = (f"import of '{name}' is not allowed; programs may import "
+                           f"{', '.join(sorted({*PROGRAM_MODULES, *allowed}))}")
         if problem:
             violations.append(problem)
             raise ForbiddenImport(problem)
-        if fromlist and "*" in fromlist:  # the real '*' import would load every lazy submodule
-            real_import(name, None, None, None, 0)
-            return proxy(sys.modules[name])
-        return proxy(real_import(name, None, None, fromlist, 0))
+        if target not in sys.modules:
+            real_import(target, None, None, None, 0)  # not the '*' form: it would load every lazy submodule
+        module = sys.modules[target]
+        if target != name and not fromlist:  # `import sim.helpers` binds `sim`, as Python does
+            module = sys.modules[PROGRAM_MODULES[name.partition(".")[0]]]
+        elif target == name and not fromlist and "." in name:
+            module = real_import(name, None, None, (), 0)  # the top-level package, as Python does
+        return proxy(module)
 
     def safe_type(obj, *rest):
         if rest:

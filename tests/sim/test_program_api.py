@@ -500,7 +500,8 @@ def _trusted_namespace(source: str) -> dict:
 
 
 @pytest.mark.parametrize("which", ["test_potential_good", "vectors_and_numpy"])
-def test_potential_values_are_unchanged(demo, which):
+def test_potential_values_are_unchanged(demo, which, monkeypatch):
+    import sim.potential
     from sim.potential import episode, evaluate_in_sandbox
     from tests.sim.test_potential import GOOD
 
@@ -508,8 +509,10 @@ def test_potential_values_are_unchanged(demo, which):
     body = GOOD if which == "test_potential_good" else POTENTIAL
     source = body.replace("{t}", roles["t"]).replace("{r}", roles["r"])
     inputs = {"spec": spec.model_dump(mode="json"), "episodes": [episode(trace, 3)]}
-    before = evaluate_in_sandbox(_trusted_namespace(source), inputs)
     after = evaluate_in_sandbox(program_namespace(source), inputs)
+    with monkeypatch.context() as m:  # the old behaviour: real sim.helpers on the live state
+        m.setattr(sim.potential, "program_state", lambda namespace, state: state)
+        before = evaluate_in_sandbox(_trusted_namespace(source), inputs)
     keys = ("phi", "phi_again", "k", "phi_next")
     assert [{k: e[k] for k in keys} for e in after["episodes"]] == [{k: e[k] for k in keys} for e in before["episodes"]]
     assert len(set(after["episodes"][0]["k"])) > 1  # the program got past its first subgoal
@@ -534,8 +537,9 @@ def test_potential_programs_get_an_opaque_view():
         program_helpers.finger_gap(env.state)  # the live state is not accepted either
     seen.append(program_helpers.finger_gap(view))
     assert seen == [real_helpers.finger_gap(env.state)]
-    # before the sandbox maps imports, a program holding the real helpers still gets what they take
-    assert program_state(_trusted_namespace("from sim import helpers as h\n"), env.state) is env.state
+    # whatever the namespace holds, programs get the view
+    assert type(program_state(_trusted_namespace("from sim import helpers as h\n"), env.state)) is \
+        program_helpers.SceneState
     assert type(program_state({}, env.state)) is program_helpers.SceneState
 
 

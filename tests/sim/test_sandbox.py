@@ -233,9 +233,9 @@ def test_swallowed_violation_still_fails(pool, marker):
 
 def test_modules_the_zygote_did_not_load_cannot_be_loaded(pool):
     # children cannot open files (seccomp): a module is usable only if the zygote preloaded it
-    res = pool.run("import numpy as np\nresult = np.fft.fft([1.0, 2.0]).real.tolist()")
+    res = pool.run("import xml.dom.minidom\nresult = 1", allowed_imports=(*DEFAULT_ALLOWED, "xml"))
     assert not res.ok and res.error.kind in ("runtime", "forbidden"), res
-    assert "numpy.fft" in res.error.message
+    assert "xml" in res.error.message
     assert pool.run("result = 'still here'").value == "still here"
 
 
