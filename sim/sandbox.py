@@ -45,8 +45,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from sim.sandbox_policy import check_and_compile, find_problems
 from sim import sandbox_os
+from sim.sandbox_policy import check_and_compile, find_problems
 from sim.sandbox_worker import ID_BYTES, MAX_MESSAGE_BYTES, write_message
 
 DEFAULT_ALLOWED: tuple[str, ...] = ("sim", "math", "numpy")

@@ -29,8 +29,7 @@ import signal
 import sys
 from types import CodeType, ModuleType
 
-from sim import sandbox_os
-from sim import program_helpers, program_numpy  # noqa: F401 - loaded here: children cannot import
+from sim import program_helpers, program_numpy, sandbox_os  # noqa: F401 - loaded here: children cannot import
 from sim.program import PROGRAM_MODULES
 from sim.sandbox_policy import PROGRAM_FILENAME, SAFE_BUILTINS, attribute_problem, import_problem, is_dunder
 from sim.sandbox_worker import EXIT_INTERNAL, EXIT_MEMORY, HEADER, error, read_message, write_all
