@@ -440,7 +440,12 @@ class Scene:
         `initial_state` gives joint openings, e.g. {drawer: {"open": 0.9}}."""
         if isinstance(success, _Node):
             success = _predicate_data(success)
-        elif not isinstance(success, dict):
+        elif isinstance(success, dict):
+            try:  # raw JSON data may share sub-terms too: its size is checked before anything copies it
+                _check_predicate_size(success)
+            except ValueError as exc:
+                raise SceneError(str(exc)) from None
+        else:
             raise SceneError(f"success must be a predicate such as inside(mug, bowl) & ~grasped(mug), "
                              f"got {type(success).__name__}")
         self._builder.set_task(instruction, success=success, template=template, initial_state=initial_state)

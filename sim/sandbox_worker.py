@@ -512,6 +512,9 @@ def _serve(preload: list[str], warmup: str | None = None) -> None:
             response = json.dumps(response, allow_nan=False).encode()
         # The answer is bound to its request: the caller checks the id before it reads the body.
         write_body(out_fd, request_id + response)
+        # The next standby is forked from this frame: it must not find this request or its answer here
+        # (a program can read frames through format strings built at run time).
+        body = request = response = None
         _finish()
         if _scratch is not None:
             _release_scratch(_scratch)  # checked empty, or replaced, before the next child

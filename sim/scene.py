@@ -239,22 +239,27 @@ class Scene:
             seed_layout=self._seed_layout,
             rng=self.rng,
         )
-        task = TaskSpec(
-            family=self.family,
-            instruction=self._task["instruction"],
-            template=self._task["template"],
-            objects=tuple(self._objects.values()),
-            success=self._task["success"],
-            initial_state=self._task["initial_state"],
-        )
-        return SceneSpec(
-            seed=self.seed,
-            family=self.family,
-            task=task,
-            layout=LayoutSpec(seed_layout=self._seed_layout, placements=tuple(placements)),
-            attributes=attributes,
-            meta=dict(self.meta),
-        )
+        try:
+            task = TaskSpec(
+                family=self.family,
+                instruction=self._task["instruction"],
+                template=self._task["template"],
+                objects=tuple(self._objects.values()),
+                success=self._task["success"],
+                initial_state=self._task["initial_state"],
+            )
+            return SceneSpec(
+                seed=self.seed,
+                family=self.family,
+                task=task,
+                layout=LayoutSpec(seed_layout=self._seed_layout, placements=tuple(placements)),
+                attributes=attributes,
+                meta=dict(self.meta),
+            )
+        except ValidationError as exc:  # one readable line; the inputs (maybe huge) are not rendered
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                                 for e in exc.errors(include_url=False, include_input=False)[:5])
+            raise SceneError(f"the scene is not valid: {problems}") from None
 
 
 def finalize_program(namespace: dict, inputs: dict) -> dict:

@@ -1,8 +1,7 @@
 # expect: runtime
 # A success predicate given as raw data (dicts, which set_task passes on as they are) whose sub-terms are shared: 41
-# dicts that spell a tree of 2**40 atoms. It must be refused by the size cap, quickly and readably. Under the scene
-# finalizer it is not (see SCENE_FINALIZER_KIND): the cap's error makes pydantic render the input, which walks the
-# whole tree until the time limit.
+# dicts that spell a tree of 2**40 atoms. It must be refused by the size cap, quickly and readably (set_task checks
+# raw data before anything copies or renders it).
 from sim import Scene, place
 
 scene = Scene(family="pick_place", seed=seed)

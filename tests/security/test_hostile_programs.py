@@ -27,10 +27,7 @@ LIMITS = SandboxLimits(timeout_s=2.0, cpu_s=3, memory_mb=512)  # loops and bombs
 KINDS = {"encoding", "too_large", "syntax", "forbidden", "timeout", "memory", "recursion", "runtime", "output", "crash"}
 # Under the scene finalizer (sim.scene:finalize_program) a program must leave `scene`, not `result`: files whose
 # expected kind comes from the generic finalizer's handling of `result` fail as "did not define `scene`" instead.
-SCENE_FINALIZER_KIND = {"result_too_large.py": "runtime", "recursion_nested_result.py": "runtime",
-                        # WEAKNESS: a shared-sub-term predicate given as dicts is refused by the size cap in the
-                        # finalizer, but pydantic then renders the input of its error (2**40 atoms) until the timeout
-                        "predicate_shared_dag_data.py": "timeout"}
+SCENE_FINALIZER_KIND = {"result_too_large.py": "runtime", "recursion_nested_result.py": "runtime"}
 
 # What the issue asks the corpus to cover, by file name.
 REQUIRED = {
@@ -297,10 +294,9 @@ def test_corpus_key_check_would_see_a_leak(keyed):
     assert not res.ok and FAKE_KEY in res.model_dump_json()
 
 
-@pytest.mark.xfail(strict=True, reason="WEAKNESS: a child is forked inside the zygote's request loop, whose frame "
-                                       "still holds the previous request and answer; a format string built at run "
-                                       "time reads them (format_string_previous_request.py)")
 def test_corpus_program_cannot_read_the_previous_callers_request(keyed):
+    # the zygote drops the last request and answer before it forks the next child (a format string built at run
+    # time walks the frames the child inherits: format_string_previous_request.py)
     _, p, _, _ = keyed
     secret = f"other-callers-secret-{uuid.uuid4().hex}"
     assert p.run(f"result = {secret!r}", caller="victim").value == secret
