@@ -51,17 +51,6 @@ CAP_RED, CAP_BLUE, TAN, PAPER = rgb("c0392b"), rgb("2e5fa8"), rgb("c9a26b"), rgb
 # --- quaternions and bounds ------------------------------------------------------------------
 
 
-def qmul(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, float]:
-    w1, x1, y1, z1 = a
-    w2, x2, y2, z2 = b
-    return (
-        w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
-        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
-    )
-
-
 def yaw_quat(yaw: float) -> tuple[float, float, float, float]:
     return (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
 
