@@ -91,11 +91,6 @@ def next_obs(batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
-def expand_obs(batch: Mapping[str, torch.Tensor], n: int) -> dict[str, torch.Tensor]:
-    """Repeat each observation n times: (B, ...) → (B * n, ...), sample-major (b0 x n, b1 x n, ...)."""
-    return {k: v.repeat_interleave(n, dim=0) for k, v in batch.items()}
-
-
 def compute_obs_stats(objects: np.ndarray, mask: np.ndarray, proprio: np.ndarray,
                       min_std: float = 1e-3) -> dict[str, np.ndarray]:
     """Per-feature mean and std of object features (real objects only) and of proprioception.

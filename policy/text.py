@@ -118,8 +118,3 @@ def get_embedder(kind: str = "minilm") -> _CachedEmbedder:
     if kind not in _EMBEDDERS:
         _EMBEDDERS[kind] = MiniLMEmbedder() if kind == "minilm" else HashEmbedder()
     return _EMBEDDERS[kind]
-
-
-def embed_instruction(text: str, kind: str = "minilm") -> np.ndarray:
-    """float32 (384,) embedding of one instruction (cached)."""
-    return get_embedder(kind).embed_one(text)

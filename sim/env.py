@@ -221,11 +221,6 @@ class CodaEnv:
     def success(self) -> bool:
         return self._success
 
-    def predicate_terms(self) -> dict[str, bool]:
-        from sim.predicates import terms
-
-        return terms(self.success_predicate, self.state)
-
     def target_pose(self) -> tuple[np.ndarray, np.ndarray]:
         return self._target_pos.copy(), self._target_quat.copy()
 

@@ -68,20 +68,6 @@ class SceneState:
             return -2
         return self.names.index(self.obj(name).name)
 
-    def snapshot(self) -> dict:
-        """Plain-number facts for evidence and reports (no MuJoCo objects)."""
-        facts = {"gripper": gripper_position(self).round(4).tolist(), "finger_gap": round(finger_gap(self), 4)}
-        for n in self.names:
-            o = self.obj(n)
-            entry = {"pos": position(self, n).round(4).tolist(), "contacts": sorted(contact_objects(self, n))}
-            if o.articulated:
-                entry["open"] = round(open_fraction(self, n), 3)
-            else:
-                entry["grasped"] = is_grasped(self, n)
-                entry["upright"] = is_upright(self, n, 20.0)
-            facts[n] = entry
-        return facts
-
 
 # --- poses -----------------------------------------------------------------------------------------
 

@@ -40,7 +40,3 @@ def suite_specs(family: str, suite: str, n: int = 10, max_tries: int = 5) -> lis
             pass
         i += 1
     return out
-
-
-def train_split() -> SceneSplit:
-    return SPLITS["in"]
