@@ -13,19 +13,8 @@ import time
 import numpy as np
 import torch
 
-from sim.constants import (
-    ACTION_DIM,
-    CHUNK,
-    MAX_DPOS,
-    MAX_OBJECTS,
-    OBJ_DIM,
-    OBS_INSTRUCTION,
-    OBS_OBJECT_CATEGORY,
-    OBS_OBJECT_MASK,
-    OBS_OBJECTS,
-    OBS_PROPRIO,
-    PROPRIO_DIM,
-)
+from sim.constants import ACTION_DIM, CHUNK, MAX_DPOS, MAX_OBJECTS, OBJ_DIM, PROPRIO_DIM
+from sim.env import make_observation, object_padding
 
 from .awr import bc_update, critic_update, policy_update, select_chunk
 from .checkpoint import build_train_state
@@ -55,14 +44,12 @@ def synthetic_observations(n: int, rng: np.random.Generator) -> list[dict]:
     out = []
     for _ in range(n):
         k = int(rng.integers(1, MAX_OBJECTS + 1))
-        mask = np.arange(MAX_OBJECTS) < k
-        out.append({
-            OBS_OBJECTS: (rng.standard_normal((MAX_OBJECTS, OBJ_DIM)) * mask[:, None]).astype(np.float32),
-            OBS_OBJECT_MASK: mask,
-            OBS_OBJECT_CATEGORY: np.where(mask, rng.integers(0, 60, MAX_OBJECTS), -1).astype(np.int64),
-            OBS_PROPRIO: rng.standard_normal(PROPRIO_DIM).astype(np.float32),
-            OBS_INSTRUCTION: INSTRUCTIONS[int(rng.integers(len(INSTRUCTIONS)))],
-        })
+        objects = rng.standard_normal((MAX_OBJECTS, OBJ_DIM)).astype(np.float32)
+        mask, category = object_padding(rng.integers(0, 60, MAX_OBJECTS)[:k])
+        objects *= mask[:, None]
+        proprio = rng.standard_normal(PROPRIO_DIM).astype(np.float32)
+        out.append(make_observation(objects, mask, category, proprio,
+                                    INSTRUCTIONS[int(rng.integers(len(INSTRUCTIONS)))]))
     return out
 
 

@@ -46,6 +46,29 @@ TARGET_LEASH = 0.08
 """the mocap target never runs further than this from the gripper (metres), so blocked motions stay gentle"""
 
 
+def object_padding(categories) -> tuple[np.ndarray, np.ndarray]:
+    """Mask and category index of the MAX_OBJECTS object slots for k <= MAX_OBJECTS real objects (category
+    indices of those, in slot order): bool (MAX_OBJECTS,) true for the first k slots, int64 (MAX_OBJECTS,) -1 for
+    padding."""
+    k = len(categories)
+    mask = np.arange(MAX_OBJECTS) < k
+    category = np.full(MAX_OBJECTS, -1, dtype=np.int64)
+    category[:k] = categories
+    return mask, category
+
+
+def make_observation(objects: np.ndarray, mask: np.ndarray, category: np.ndarray, proprio: np.ndarray,
+                     instruction: str) -> dict:
+    """An observation in the env's layout (the `sim.constants.OBS_*` keys), as `CodaEnv.observe` returns it."""
+    return {
+        OBS_OBJECTS: objects,
+        OBS_OBJECT_MASK: mask,
+        OBS_OBJECT_CATEGORY: category,
+        OBS_PROPRIO: proprio,
+        OBS_INSTRUCTION: instruction,
+    }
+
+
 @dataclass
 class EnvState:
     """Everything needed to restore an episode exactly (`CodaEnv.set_state`)."""
@@ -93,10 +116,7 @@ class CodaEnv:
             static[i, 20] = 1.0 if o.articulated else 0.0
         static[:n, 21:] = self.compiled.role_onehot[:n]
         self._static = static
-        self._mask = np.zeros(MAX_OBJECTS, dtype=bool)
-        self._mask[:n] = True
-        self._category = np.full(MAX_OBJECTS, -1, dtype=np.int64)
-        self._category[:n] = [o.category_index for o in objs]
+        self._mask, self._category = object_padding([o.category_index for o in objs])
 
     def observe(self) -> dict:
         d, n = self.data, self._n
@@ -116,13 +136,7 @@ class CodaEnv:
         proprio[7:10] = d.qvel[g.free_dof : g.free_dof + 3]
         proprio[10] = (d.qpos[g.finger_qpos[0]] + d.qpos[g.finger_qpos[1]]) / (2 * FINGER_OPEN)
         proprio[11] = self._gripper_cmd
-        return {
-            OBS_OBJECTS: tokens,
-            OBS_OBJECT_MASK: self._mask.copy(),
-            OBS_OBJECT_CATEGORY: self._category.copy(),
-            OBS_PROPRIO: proprio,
-            OBS_INSTRUCTION: self.instruction,
-        }
+        return make_observation(tokens, self._mask.copy(), self._category.copy(), proprio, self.instruction)
 
     # --- episode ----------------------------------------------------------------------------
     def reset(self, seed: int | None = None, gripper_noise: float = 0.0) -> dict:
