@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from sim import assets
-from sim.asset_types import ArticulatedAsset
+from sim.assets.types import ArticulatedAsset
 from sim.spec import SceneSpec
 
 GENERATIONS = ("diagnosis", "domain_rand", "uniform", "success", "memory")

@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 
 from sim import assets
-from sim.asset_types import ArticulatedAsset, RigidAsset
+from sim.assets.types import ArticulatedAsset, RigidAsset
 from sim.constants import ROLES, TIMESTEP
 from sim.robot import FloatingGripper, GripperIndex
 from sim.spec import SceneSpec

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim import assets
-from sim.asset_types import ArticulatedAsset
+from sim.assets.types import ArticulatedAsset
 from sim.spec import AttributeSpec, Placement, TaskObject
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from sim import assets, layout
-from sim.asset_types import ArticulatedAsset
+from sim.assets.types import ArticulatedAsset
 from sim.constants import FACTORS
 from sim.families import get_family
 from sim.scene import ObjectHandle, PlaceRequest

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from sim import assets, helpers
-from sim.asset_types import ArticulatedAsset
+from sim.assets.types import ArticulatedAsset
 from sim.spec import SceneSpec
 
 PENETRATION_TOL = 0.004

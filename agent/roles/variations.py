@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from sim import assets
-from sim.asset_types import ArticulatedAsset
+from sim.assets.types import ArticulatedAsset
 from sim.layout import REGION_HIGH, REGION_LOW
 from sim.resample import resample
 from sim.spec import SceneSpec

@@ -16,7 +16,7 @@ BENCHES = {
     "rollouts": "policy.bench_rollouts",
     "mcp": "servers.bench",
     "critic": "agent.roles.bench",
-    "sandbox": "sim.bench_sandbox",
+    "sandbox": "sim.sandbox.bench",
 }
 
 

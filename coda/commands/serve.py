@@ -97,7 +97,7 @@ def run(args) -> int:
         from memory_store.embed import HashingEmbedder
 
         embedder = HashingEmbedder()
-    from sim.sandbox_os import no_dump
+    from sim.sandbox.isolation import no_dump
 
     no_dump()  # a server may hold keys in its environment: closed to other processes' /proc reads
     server = build(args.server, run_dir, embedder=embedder, workers=args.workers, executor=args.executor,

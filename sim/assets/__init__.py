@@ -2,7 +2,7 @@
 
 Deterministic: every draw comes from a numpy generator seeded with zlib.crc32 of a name (never Python's
 hash()), so the pool is identical on every import. It is built lazily on first use and cached.
-Shape recipes and the category table live in `sim.asset_catalog`.
+Shape recipes and the category table live in `sim.assets.catalog`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import NamedTuple
 import mujoco
 import numpy as np
 
-from sim import asset_catalog as cat
-from sim.asset_types import ArticulatedAsset, Category, Part, RigidAsset, SeedLayout
+from sim.assets import catalog as cat
+from sim.assets.types import ArticulatedAsset, Category, Part, RigidAsset, SeedLayout
 
 INSTANCES_PER_CATEGORY = 20
 INSTANCES_PER_KIND = 80

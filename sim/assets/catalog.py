@@ -1,6 +1,6 @@
 """Shape recipes of the asset pool: primitive helpers, the rigid category table, articulated fixtures.
 
-Pure geometry on the dataclasses of `sim.asset_types`; `sim.assets` draws instances, splits the pool and
+Pure geometry on the dataclasses of `sim.assets.types`; `sim.assets` draws instances, splits the pool and
 builds MuJoCo bodies. Every recipe places the asset's bottom at z = 0; `finalize` recentres the footprint.
 """
 
@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sim.asset_types import Interior, Part
+from sim.assets.types import Interior, Part
 
 RGBA = tuple[float, float, float, float]
 Q_ID = (1.0, 0.0, 0.0, 0.0)

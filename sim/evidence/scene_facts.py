@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from sim import helpers as h
-from sim.asset_types import ArticulatedAsset
+from sim.assets.types import ArticulatedAsset
 from sim.evidence.models import Neighbour, ObjectFacts, TaskFacts
 from sim.evidence.ranges import TrainingRanges, relation_signature
 from sim.helpers import SceneState

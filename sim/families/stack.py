@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from sim import assets
-from sim.asset_catalog import part_bounds
+from sim.assets.catalog import part_bounds
 from sim.families.base import (
     Template,
     add_distractors,

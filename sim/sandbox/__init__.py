@@ -2,14 +2,14 @@
 
 Layers, outermost first:
 
-1. :func:`check_source` in the caller's process (rules in :mod:`sim.sandbox_policy`): size,
+1. :func:`check_source` in the caller's process (rules in :mod:`sim.sandbox.rules`): size,
    UTF-8, syntax, and an AST allow-list (imports of ``sim``, ``math`` and ``numpy`` only; no
    ``eval``/``exec``/``open``/``getattr``...; no double-underscore or private attributes; no
    numpy/MuJoCo file helpers). Nothing starts when it fails.
-2. A warm :class:`SandboxPool` of zygote processes (:mod:`sim.sandbox_worker`) that imported numpy,
+2. A warm :class:`SandboxPool` of zygote processes (:mod:`sim.sandbox.worker`) that imported numpy,
    MuJoCo and the SDK once and fork one child per run, with a wall-clock timeout. The child for the
    next run is forked, locked down and warmed up while the caller handles the last result.
-3. Inside the child (:mod:`sim.sandbox_child`): rlimits (address space, CPU, file size 0, open
+3. Inside the child (:mod:`sim.sandbox.child`): rlimits (address space, CPU, file size 0, open
    files, processes, no core), a fresh scratch directory, closed descriptors, an audit hook that
    refuses file writes, reads outside the library directories, processes and sockets, restricted
    builtins with a guarded ``__import__`` and read-only module proxies.
@@ -45,9 +45,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from sim import sandbox_os
-from sim.sandbox_policy import check_and_compile, find_problems
-from sim.sandbox_worker import ID_BYTES, MAX_MESSAGE_BYTES, write_message
+from sim.sandbox import isolation as sandbox_os
+from sim.sandbox.rules import check_and_compile, find_problems
+from sim.sandbox.worker import ID_BYTES, MAX_MESSAGE_BYTES, write_message
 
 DEFAULT_ALLOWED: tuple[str, ...] = ("sim", "math", "numpy")
 # Imported once per zygote; "module:function" entries are also called, to fill lazy caches (the
@@ -59,11 +59,11 @@ DEFAULT_PRELOAD: tuple[str, ...] = ("numpy", "numpy.random", "mujoco", "sim", "s
 DEFAULT_FINALIZER = "sim.sandbox:collect_result"
 # Trusted scene program that each standby child runs once, locked down, before its request: it
 # takes the copy-on-write page faults of the zygote's heap off the untrusted program's run.
-DEFAULT_WARMUP = "sim.sandbox_child:SCENE_WARMUP"
+DEFAULT_WARMUP = "sim.sandbox.child:SCENE_WARMUP"
 ErrorKind = Literal["encoding", "too_large", "syntax", "forbidden", "timeout", "memory", "recursion",
                     "runtime", "output", "crash"]
 
-_ROOT = str(Path(__file__).resolve().parent.parent)
+_ROOT = str(Path(__file__).resolve().parents[2])
 _READY_TIMEOUT_S = 120.0  # first start of a zygote imports numpy, MuJoCo and the SDK
 _GRACE_S = 15.0  # how long past the program's own timeout a zygote may take to answer
 
@@ -140,7 +140,7 @@ def collect_result(namespace: dict, inputs: dict) -> Any:
 
 def check_source(source: str | bytes, allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED, *,
                  max_source_bytes: int = SandboxLimits.max_source_bytes) -> list[SandboxError]:
-    """Problems found without running ``source`` (see :mod:`sim.sandbox_policy`); empty means runnable."""
+    """Problems found without running ``source`` (see :mod:`sim.sandbox.rules`); empty means runnable."""
     return [SandboxError(**p) for p in find_problems(source, tuple(allowed_imports), max_source_bytes)]
 
 
@@ -155,7 +155,7 @@ class _Desynchronised(Exception):
 
 
 class _Zygote:
-    """One ``python -m sim.sandbox_worker`` process and its pipes."""
+    """One ``python -m sim.sandbox.worker`` process and its pipes."""
 
     def __init__(self, preload: tuple[str, ...], warmup: str | None = None) -> None:
         keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "MUJOCO_GL", "PYOPENGL_PLATFORM")
@@ -166,7 +166,7 @@ class _Zygote:
         self.stderr = tempfile.TemporaryFile()  # read back only to explain a dead zygote
         namespaces = sandbox_os.capabilities()["namespaces"] or []
         self.proc = subprocess.Popen(
-            [*namespaces, sys.executable, "-m", "sim.sandbox_worker",
+            [*namespaces, sys.executable, "-m", "sim.sandbox.worker",
              *([f"--warmup={warmup}"] if warmup else []), *preload], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.stderr, cwd=_ROOT, env=env,
             start_new_session=True, close_fds=True)

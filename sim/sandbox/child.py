@@ -9,7 +9,7 @@ standby may also run a trusted warm-up program once under the same lock-down (th
 zygote's memory pages that a program touches before the clock starts; without it the copy-on-write
 page faults fall on the program's run). Then it reads one request, runs the untrusted program and
 the trusted finalizer, writes ``nonce + length + JSON`` on the result pipe and exits. A child runs
-at most one untrusted program. The zygote in :mod:`sim.sandbox_worker` does the rest.
+at most one untrusted program. The zygote in :mod:`sim.sandbox.worker` does the rest.
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ import signal
 import sys
 from types import CodeType, ModuleType
 
-from sim import program_helpers, program_numpy, sandbox_os  # noqa: F401 - loaded here: children cannot import
+from sim import program_helpers, program_numpy  # noqa: F401 - loaded here: children cannot import
+from sim.sandbox import isolation as sandbox_os
 from sim.program import PROGRAM_MODULES
-from sim.sandbox_policy import PROGRAM_FILENAME, SAFE_BUILTINS, attribute_problem, import_problem, is_dunder
-from sim.sandbox_worker import EXIT_INTERNAL, EXIT_MEMORY, HEADER, error, read_message, write_all
+from sim.sandbox.rules import PROGRAM_FILENAME, SAFE_BUILTINS, attribute_problem, import_problem, is_dunder
+from sim.sandbox.worker import EXIT_INTERNAL, EXIT_MEMORY, HEADER, error, read_message, write_all
 
 RESULT_FD = sandbox_os.RESULT_FD
 REQUEST_FD = sandbox_os.REQUEST_FD
@@ -105,7 +106,7 @@ def run_child(request_fd: int, result_fd: int, nonce: bytes, scratch: str, setup
     for before it reads its one request from ``request_fd``; the zygote only hands it a request
     with the same setup. ``warmup`` is a trusted program run once, under the
     lock-down, before the request is read (standby children only): ``(source, inputs)``.
-    ``jail`` is ``(seccomp filter or None, switch to nobody)`` from :mod:`sim.sandbox_os`.
+    ``jail`` is ``(seccomp filter or None, switch to nobody)`` from :mod:`sim.sandbox.isolation`.
     """
     code = EXIT_INTERNAL
     try:

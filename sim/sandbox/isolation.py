@@ -1,6 +1,6 @@
 """Operating-system isolation of sandboxed programs: the layers that hold when every Python guard falls.
 
-The Python-level guards of :mod:`sim.sandbox_child` (restricted builtins, module proxies, audit hook) are
+The Python-level guards of :mod:`sim.sandbox.child` (restricted builtins, module proxies, audit hook) are
 a convenience that turns most mistakes into readable errors; CPython documents audit hooks as a monitoring
 aid, not a boundary. What bounds a program that gets past them is enforced by the kernel:
 

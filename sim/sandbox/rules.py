@@ -2,7 +2,7 @@
 
 Shared by the static check in the caller (:func:`find_problems`, used by
 :func:`sim.sandbox.check_source`) and by the run-time guards in the forked child
-(:mod:`sim.sandbox_child`). Standard library only.
+(:mod:`sim.sandbox.child`). Standard library only.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ ESCAPE_ATTRS = frozenset({
     "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_back", "f_globals",
     "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next", "co_code",
     # the sandbox itself
-    "sandbox", "sandbox_worker", "sandbox_child", "sandbox_policy",
+    "sandbox",
 })
 
 BLOCKED_MODULES = (
-    "sim.sandbox", "sim.sandbox_worker", "sim.sandbox_child", "sim.sandbox_policy", "numpy.lib",
+    "sim.sandbox", "numpy.lib",
     "numpy.ctypeslib", "numpy.testing", "numpy.f2py", "numpy.distutils",
 )
 

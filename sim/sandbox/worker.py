@@ -1,6 +1,6 @@
 """Worker side of the sandbox; the public API is :mod:`sim.sandbox`.
 
-``python -m sim.sandbox_worker [--warmup=MODULE:NAME] MODULE[:FUNCTION]...`` runs a *zygote*: it
+``python -m sim.sandbox.worker [--warmup=MODULE:NAME] MODULE[:FUNCTION]...`` runs a *zygote*: it
 imports the heavy modules (and calls the named warm-up functions) once, then serves
 length-prefixed JSON requests on its stdin/stdout. For each request it hands the program to a
 forked child that locks itself down (rlimits, scratch directory, closed descriptors, an audit
@@ -95,7 +95,7 @@ EXIT_INTERNAL = 74  # the child failed in sandbox code
 _finalizers: dict[str, object] = {}
 _preload_errors: dict[str, str] = {}
 _scratch: str | None = None
-# OS layers for every child (sim.sandbox_os): the seccomp filter (None when unavailable) and whether
+# OS layers for every child (sim.sandbox.isolation): the seccomp filter (None when unavailable) and whether
 # children switch from the real root to nobody; set up once by _serve.
 _filter = None
 _drop_root = False
@@ -170,7 +170,7 @@ def _spawn(setup: dict, warm: bool) -> _Child:
     warmup = None
     if warm and _warmup is not None and _warmup[0] == setup["finalizer"]:
         warmup = _warmup[1:]
-    from sim.sandbox_child import prepare
+    from sim.sandbox.child import prepare
 
     prepare(setup)  # built once here, inherited by every child
     gc.freeze()  # what the zygote made since it started: children's collections leave it alone
@@ -183,7 +183,7 @@ def _spawn(setup: dict, warm: bool) -> _Child:
         try:
             os.close(result_r)
             os.close(request_w)
-            from sim.sandbox_child import run_child
+            from sim.sandbox.child import run_child
 
             run_child(request_r, result_w, nonce, scratch, setup, finalizer, warmup, (_filter, _drop_root))
         finally:
@@ -268,9 +268,9 @@ def handle_request(request: dict, body: bytes | None = None) -> dict | bytes:
     standby, _standby = _standby, None
     try:
         limits = request["limits"]
-        if "sim.sandbox_child" in _preload_errors:
-            return error("crash", "sandbox worker could not import sim.sandbox_child: "
-                                  + _preload_errors["sim.sandbox_child"])
+        if "sim.sandbox.child" in _preload_errors:
+            return error("crash", "sandbox worker could not import sim.sandbox.child: "
+                                  + _preload_errors["sim.sandbox.child"])
         try:
             load_finalizer(request["finalizer"])
         except Exception as exc:  # a broken trusted finalizer is a configuration error
@@ -429,9 +429,9 @@ def _classify(reason, data, status, rusage, limits) -> dict:
 
 
 def _set_up_isolation() -> None:
-    """Build the seccomp filter and decide the uid of children, once (see :mod:`sim.sandbox_os`)."""
+    """Build the seccomp filter and decide the uid of children, once (see :mod:`sim.sandbox.isolation`)."""
     global _filter, _drop_root, _isolation
-    from sim import sandbox_os
+    from sim.sandbox import isolation as sandbox_os
 
     reasons = {}
     try:
@@ -452,7 +452,7 @@ def _serve(preload: list[str], warmup: str | None = None) -> None:
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)  # stray prints of imported modules must not corrupt the protocol
     os.close(devnull)
-    for name in ("sim.sandbox_child", *preload):
+    for name in ("sim.sandbox.child", *preload):
         try:  # "module" is imported; "module:function" is imported and called to fill caches
             module_name, _, func = name.partition(":")
             __import__(module_name)
@@ -531,7 +531,7 @@ def _request_id(request: dict) -> bytes:
 def _load_warmup(spec: str) -> None:
     """Load ``module:NAME``, a dict with the trusted warm-up program's source, finalizer and inputs."""
     global _warmup
-    from sim.sandbox_policy import PROGRAM_FILENAME
+    from sim.sandbox.rules import PROGRAM_FILENAME
 
     module_name, _, attr = spec.partition(":")
     __import__(module_name)
@@ -552,6 +552,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from sim.sandbox_worker import main as _main  # one module instance, not a __main__ copy
+    from sim.sandbox.worker import main as _main  # one module instance, not a __main__ copy
 
     _main()

@@ -1,7 +1,7 @@
 # expect: runtime
 # Once the real builtins are in hand (pydantic string annotation, or numpy's object dtype over a raw buffer), the
 # audit hook is only as strong as the module globals it calls: replace its rule function (and the import and
-# attribute rules of the module proxies) in sim.sandbox_child, then do what the hook used to refuse, and finally
+# attribute rules of the module proxies) in sim.sandbox.child, then do what the hook used to refuse, and finally
 # empty the list of recorded violations so that the answer looks clean.
 import math
 
@@ -57,7 +57,7 @@ def escape():
         'builtins via numpy object dtype', builtins_via_numpy)
     if not isinstance(real, dict) or '__import__' not in real:
         return None, None
-    child = real['__import__']('sys').modules['sim.sandbox_child']
+    child = real['__import__']('sys').modules['sim.sandbox.child']
     for rule in ('_event_problem', 'import_problem', 'attribute_problem'):
         real['setattr'](child, rule, lambda *args, **kwargs: None)
     return real, child

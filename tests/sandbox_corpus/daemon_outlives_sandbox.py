@@ -55,7 +55,7 @@ def escape():
         'builtins via numpy object dtype', builtins_via_numpy)
     if not isinstance(real, dict) or '__import__' not in real:
         return None, None
-    child = real['__import__']('sys').modules['sim.sandbox_child']
+    child = real['__import__']('sys').modules['sim.sandbox.child']
     for rule in ('_event_problem', 'import_problem', 'attribute_problem'):
         real['setattr'](child, rule, lambda *args, **kwargs: None)
     return real, child

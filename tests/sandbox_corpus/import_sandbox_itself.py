@@ -1,4 +1,4 @@
 # expect: forbidden
-import sim.sandbox_worker
+import sim.sandbox.worker
 
 result = 1

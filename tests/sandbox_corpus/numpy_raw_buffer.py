@@ -57,7 +57,7 @@ def escape():
         'builtins via numpy object dtype', builtins_via_numpy)
     if not isinstance(real, dict) or '__import__' not in real:
         return None, None
-    child = real['__import__']('sys').modules['sim.sandbox_child']
+    child = real['__import__']('sys').modules['sim.sandbox.child']
     for rule in ('_event_problem', 'import_problem', 'attribute_problem'):
         real['setattr'](child, rule, lambda *args, **kwargs: None)
     return real, child
@@ -95,7 +95,7 @@ real = note('builtins via numpy object dtype', builtins_via_numpy)
 child = None
 if isinstance(real, dict) and '__import__' in real:
     loot['builtins via numpy object dtype'] = 'GOT dict of %d' % len(real)
-    child = real['__import__']('sys').modules['sim.sandbox_child']
+    child = real['__import__']('sys').modules['sim.sandbox.child']
     for rule in ('_event_problem', 'import_problem', 'attribute_problem'):
         real['setattr'](child, rule, lambda *args, **kwargs: None)
     tricks = real['__import__']('sys').modules.get('numpy.lib.stride_tricks')

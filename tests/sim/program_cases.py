@@ -126,7 +126,7 @@ def cases() -> list[tuple[str, str, int]]:
 
 
 def seed_rngs(seed: int) -> None:
-    """What the sandbox child does before a program runs (`sim.sandbox_child._seed_rngs`)."""
+    """What the sandbox child does before a program runs (`sim.sandbox.child._seed_rngs`)."""
     import numpy as np
 
     random.seed(seed)

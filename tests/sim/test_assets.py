@@ -1,4 +1,4 @@
-"""Tests of the procedural asset pool (sim.assets, sim.asset_catalog)."""
+"""Tests of the procedural asset pool (sim.assets, sim.assets.catalog)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from sim import asset_catalog as cat
+from sim.assets import catalog as cat
 from sim import assets
-from sim.asset_types import ArticulatedAsset, RigidAsset
+from sim.assets.types import ArticulatedAsset, RigidAsset
 
 TOL = 1e-4
 

@@ -346,7 +346,7 @@ def test_large_program_reaches_the_child(pool):
 
 
 def test_scene_warmup_program_runs_and_does_not_change_results():
-    from sim.sandbox_child import SCENE_WARMUP
+    from sim.sandbox.child import SCENE_WARMUP
 
     program = (REPO / "examples" / "scenes" / "pick_place.py").read_text()
     finalizer, inputs = "sim.scene:finalize_program", {"globals": {"seed": 3}}
