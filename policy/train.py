@@ -133,6 +133,26 @@ def bc_steps(state: TrainState, buf: ChunkReplayBuffer, updates: int, progress: 
     return TrainLog(updates, time.perf_counter() - t0, losses)
 
 
+def bc_finetune(state: TrainState, demos: ChunkReplayBuffer, updates: int, progress: Progress | None = None
+                ) -> TrainLog:
+    """BC fine-tuning of a trained policy (a round's demonstrations): a fresh optimizer with the fine-tuning
+    warmup, like the AWR updates of a round, then `updates` BC updates."""
+    set_lr = finetune_schedule(state) if updates else None
+    cfg, losses, t0 = state.train_config, [], time.perf_counter()
+    state.policy.train()
+    for i in range(updates):
+        set_lr(i)
+        batch = demos.sample(cfg.batch_size, state.rng, state.device)
+        with autocast(cfg, state.device):
+            out = bc_update(state.policy, state.policy_optimizer, batch, cfg)
+        losses.append(float(out["bc_mse"]))
+        state.step += 1
+        if progress and (i + 1) % max(1, updates // 20) == 0:
+            progress(i + 1, updates, {"loss": float(np.mean(losses[-20:]))})
+    state.policy.eval()
+    return TrainLog(updates, time.perf_counter() - t0, losses)
+
+
 def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplayBuffer | None,
               critic_updates: int, policy_updates: int, progress: Progress | None = None) -> TrainLog:
     """K_Q critic updates then K_π AWR policy updates (+ BC on demos when given)."""

@@ -14,6 +14,7 @@ BENCHES = {
     "memory": "memory_store.bench",
     "policy": "policy.bench",
     "rollouts": "policy.bench_rollouts",
+    "round": "policy.bench_round",
     "mcp": "servers.bench",
     "critic": "agent.roles.bench",
     "sandbox": "sim.sandbox.bench",

@@ -1,0 +1,188 @@
+"""One round from a weak base, update by update: held-out success before → after, planner calls and CPU per arm.
+
+Run as `coda bench round --family F --json`. Per seed: a weak base (BC on `--base-demos` planner demonstrations,
+`--base-updates` updates), `--scenes` fresh training-distribution scenes standing for the round's accepted
+environments, the base's own rollouts on them (`--rollouts-per-scene`, sampled), and the same `--eval` held-out
+in-distribution scenes for the base and every arm (paired). Each arm updates a copy of the base once per training
+replicate (training seed = replicate), so a difference between arms is read against the spread of replicates
+trained on identical data.
+
+Arms (`--arms`, all with the same number of policy updates `--updates`):
+- `today`: the round update of the loop before issue 19: `--updates` critic updates on the base's rollouts, then
+  branch AWR with BC on the first half of the base's own SFT demonstrations.
+- `dt`: BC on D_t, the planner demonstrations of every round scene (the paper's D_t) plus the base's successful
+  rollouts.
+- `dt_branch`: branch AWR with BC on D_t instead of the base's demonstrations (no critic updates: nothing reads
+  the critic).
+- `base_bc`: BC on the first half of the base's demonstrations only (the control for `dt`: same updates, no new
+  data).
+
+Reported per arm: success mean over replicates and seeds, the paired difference to the base and to `today`
+(per scene: the replicate mean minus the reference; ± the standard error over scenes, pooled over seeds), the
+spread of replicates, planner calls and CPU seconds of the update (this process, `time.process_time`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from policy.checkpoint import TrainState, seed_everything
+from policy.config import PolicyConfig, TrainConfig
+from policy.evaluate import eval_specs, train_specs
+from policy.improve import awr_round, branch_round, collect
+from policy.rollout import Episode, chunk_fn, planner_demos, rollout
+from policy.train import bc_finetune, demo_buffer, train_sft
+from sim.constants import FAMILIES
+from sim.spec import SceneSpec
+
+ARMS = ("today", "dt", "dt_branch", "base_bc")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--family", choices=FAMILIES, default="pick_place", help="scene family")
+    parser.add_argument("--seeds", default="0,1", help="comma-separated seeds (base demos, round scenes, rollouts)")
+    parser.add_argument("--replicates", type=int, default=3, help="training replicates per arm and seed")
+    parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms from {', '.join(ARMS)}")
+    parser.add_argument("--base-demos", type=int, default=100, help="planner demonstrations of the weak base")
+    parser.add_argument("--base-updates", type=int, default=400, help="BC updates of the weak base")
+    parser.add_argument("--scenes", type=int, default=40, help="accepted environments of the round")
+    parser.add_argument("--rollouts-per-scene", type=int, default=2, help="base rollouts per round scene")
+    parser.add_argument("--updates", type=int, default=120, help="policy updates of every arm")
+    parser.add_argument("--eval", type=int, default=200, help="held-out in-distribution scenes (paired)")
+    parser.add_argument("--out", default=None, help="also write the raw results (per scene and replicate) here")
+
+
+def run(args) -> dict:
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        raise ValueError(f"unknown arm(s) {', '.join(unknown)}; valid arms: {', '.join(ARMS)}")
+    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    eval_scenes = eval_specs(args.family, "in", args.eval)
+    per_seed = []
+    head = {"family": args.family, "seeds": seeds, "replicates": args.replicates, "scenes": args.scenes,
+            "updates": args.updates, "eval": args.eval, "base_demos": args.base_demos,
+            "base_updates": args.base_updates, "commit": _commit()}
+    for seed in seeds:
+        per_seed.append(run_seed(args, seed, arms, eval_scenes))
+        if args.out:  # written after every seed, so a long run keeps what it finished
+            Path(args.out).write_text(json.dumps({**head, "per_seed": per_seed}) + "\n")
+    base = [100 * float(np.mean(s["base"])) for s in per_seed]
+    return {**head, "base_success": [round(b, 1) for b in base], "arms": summarize(per_seed, arms)}
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                              cwd=Path(__file__).resolve().parent).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def successes(state: TrainState, scenes: Sequence[SceneSpec]) -> list[int]:
+    """Deterministic (mean-chunk) success of the policy on each scene, in order."""
+    act = chunk_fn(state.policy, mode="mean")
+    out: list[int] = []
+    for i in range(0, len(scenes), 32):
+        out += [int(ep.success) for ep in rollout(scenes[i : i + 32], act, device=state.device)]
+    return out
+
+
+def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSpec]) -> dict:
+    say = lambda msg: print(f"[round {args.family} seed {seed}] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    t0 = time.process_time()
+    base_demos = planner_demos(train_specs(args.family, args.base_demos, start=300_000 + 10_000 * seed))
+    base, _ = train_sft(base_demos, PolicyConfig(), TrainConfig(seed=seed), args.base_updates)
+    base_cpu = time.process_time() - t0
+    round_scenes = train_specs(args.family, args.scenes, start=100_000 + 1_000 * seed)
+    episodes = collect(base, round_scenes, args.rollouts_per_scene, seed=seed)
+    dt = planner_demos(round_scenes)
+    own = [ep for ep in episodes if ep.success]
+    half = base_demos[: max(1, len(base_demos) // 2)]
+    base_eval = successes(base, eval_scenes)
+    say(f"base {np.mean(base_eval):.3f} on {len(eval_scenes)} held-out scenes; rollouts {np.mean([e.success for e in episodes]):.3f}; "
+        f"D_t {len(dt)}/{len(round_scenes)} planner demos")
+    updates: dict[str, Callable[[TrainState, int], dict]] = {
+        "today": lambda s, r: _today(s, r, episodes, round_scenes, half, args.updates),
+        "dt": lambda s, r: _bc(s, dt + own, args.updates),
+        "dt_branch": lambda s, r: branch_round(s, round_scenes, policy_updates=args.updates, demos=dt + own, seed=r),
+        "base_bc": lambda s, r: _bc(s, half, args.updates),
+    }
+    planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0}
+    results: dict[str, dict] = {}
+    for arm in arms:
+        reps = []
+        for r in range(args.replicates):
+            state = _copy(base, seed=1000 * (seed + 1) + r)
+            c0 = time.process_time()
+            info = updates[arm](state, r)
+            cpu = time.process_time() - c0
+            got = successes(state, eval_scenes)
+            reps.append({"replicate": r, "success": got, "cpu_s": round(cpu, 1),
+                         "positive_chunks": info.get("positive_chunks", info.get("branch", {}).get("positive_chunks"))})
+            say(f"{arm} replicate {r}: {np.mean(got):.3f} ({cpu:.0f} s CPU)")
+        results[arm] = {"planner_calls": planner_calls[arm], "replicates": reps}
+    return {"seed": seed, "base": base_eval, "base_cpu_s": round(base_cpu, 1), "dt_demos": len(dt),
+            "own_successes": len(own), "rollouts": len(episodes), "arms": results}
+
+
+def _copy(base: TrainState, seed: int) -> TrainState:
+    """A training replicate: a deep copy of the base with its own seeds."""
+    state = copy.deepcopy(base)
+    seed_everything(seed)
+    state.rng = np.random.default_rng(seed)
+    return state
+
+
+def _bc(state: TrainState, demos: Sequence[Episode], updates: int) -> dict:
+    log = bc_finetune(state, demo_buffer(demos), updates)
+    return {"updates": log.updates, "demos": len(demos)}
+
+
+def _today(state: TrainState, seed: int, episodes: Sequence[Episode], scenes: Sequence[SceneSpec],
+           base_half: Sequence[Episode], updates: int) -> dict:
+    info = awr_round(state, [], episodes=episodes, critic_updates=updates, policy_updates=0)
+    info["branch"] = branch_round(state, scenes, policy_updates=updates, demos=base_half, seed=seed)
+    return info
+
+
+def summarize(per_seed: Sequence[dict], arms: Sequence[str]) -> dict:
+    """Per arm: mean success, paired differences to the base and to `today` (± s.e. over scenes, pooled)."""
+    out: dict[str, dict] = {}
+    for arm in arms:
+        rows, d_base, d_today, cpu, spread = [], [], [], [], []
+        for s in per_seed:
+            reps = np.array([r["success"] for r in s["arms"][arm]["replicates"]], dtype=float)
+            mean = reps.mean(axis=0)
+            rows.append(float(mean.mean()))
+            spread.append(float(reps.mean(axis=1).max() - reps.mean(axis=1).min()))
+            d_base += list(mean - np.array(s["base"], dtype=float))
+            if "today" in s["arms"]:
+                today = np.array([r["success"] for r in s["arms"]["today"]["replicates"]], dtype=float).mean(axis=0)
+                d_today += list(mean - today)
+            cpu += [r["cpu_s"] for r in s["arms"][arm]["replicates"]]
+        out[arm] = {
+            "success": round(100 * float(np.mean(rows)), 1),
+            "vs_base": _paired(d_base), "vs_today": _paired(d_today) if d_today else None,
+            "replicate_spread_points": round(100 * max(spread), 1),
+            "planner_calls": per_seed[0]["arms"][arm]["planner_calls"],
+            "cpu_s_per_update_run": round(float(np.mean(cpu)), 1),
+        }
+    return out
+
+
+def _paired(diffs: Sequence[float]) -> dict:
+    d = np.asarray(diffs, dtype=float)
+    se = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else float("nan")
+    return {"points": round(100 * float(d.mean()), 1), "se": round(100 * se, 1), "n": int(len(d))}
+
