@@ -20,7 +20,7 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
-from servers.common import STATS_URI
+from servers.contract import STATS_URI
 
 log = logging.getLogger(__name__)
 

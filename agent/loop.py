@@ -34,7 +34,7 @@ from agent.methods import CODA, Method
 from agent.presets import Preset
 from agent.roles.factory import Roles
 from agent.runstate import RunState
-from servers.common import MAX_BATCH
+from servers.contract import MAX_BATCH
 from sim.constants import OOD_SUITES
 
 log = logging.getLogger(__name__)

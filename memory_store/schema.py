@@ -34,7 +34,7 @@ MODE_STATUSES = ("candidate", "validated", "refuted")
 LEARNING_TOOLS = ("bc", "awr_shaped", "reevaluate", "return_to_engine")
 RECORD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 """ids of records and the ids a record refers to (scene, rollout, mode ids): letters, digits, '_', '.', ':', '-';
-no slashes, no leading dot, no quotes or spaces (the same pattern as `servers.common.RECORD_ID_PATTERN`)"""
+no slashes, no leading dot, no quotes or spaces (the same pattern as `sim.fileio.RECORD_ID_PATTERN`)"""
 
 
 def now_iso() -> str:

@@ -1,8 +1,9 @@
-"""The pure core of the memory server: one `MemoryService` (the single writer) over `memory_store`, with the
-read-modify-write operations the tools need and record views without embedding vectors.
+"""The memory as a long-lived service (what the memory MCP server wraps): one `MemoryService` per run, the single
+writer of its store, with the read-modify-write operations a round needs and record views without embedding
+vectors.
 
     svc = MemoryService(run_dir)                          # opens run_dir/memory
-    svc.record_diagnosis(DiagnosisIn(id="d1", scene_id="s1", factor="spatial", phase="grasp", cause="..."))
+    svc.record_diagnosis(Diagnosis(id="d1", scene_id="s1", factor="spatial", phase="grasp", cause="..."))
     svc.allocate(64, round_=3)                           # per-mode units; records the visits
 """
 
@@ -19,37 +20,20 @@ from memory_store import modes as mode_ops
 from memory_store.allocate import DEFAULT_BAND, EPS_NOVEL, EPS_REPLAY, UCB_C, allocate
 from memory_store.programs import generation_programs, record_outcome, training_programs
 from memory_store.schema import (
+    RECORD_ID_PATTERN,
     Diagnosis,
-    DiagnosisFactor,
-    Evidence,
     GenerationProgram,
     Mode,
-    Phase,
     Record,
-    RecordId,
     SceneRecord,
     TrainingProgram,
 )
 from memory_store.store import VECTOR_INDEX_MIN_ROWS, MemoryStore, where_eq
-from servers.common import MAX_TEXT_CHARS, RECORD_ID_PATTERN, confine
+from sim.fileio import confine
 
 SERVER_DIRS = ("memory", "scenes", "traces", "jobs", "checkpoints", "rollouts")
 """folders of the run directory that servers own (the store, scenes and traces, jobs, policy checkpoints and
 rollouts): memory exports never go there"""
-
-
-class DiagnosisIn(BaseModel):
-    """A failure diagnosis ψ = (δ factor, phase, cause, evidence) of a scene's rollouts."""
-
-    id: RecordId = Field(description="unique id; recording the same id again is a no-op")
-    scene_id: RecordId
-    rollout_ids: list[RecordId] = Field(default_factory=list, max_length=256)
-    factor: DiagnosisFactor = Field(description="δ: task, spatial, attribute or execution")
-    phase: Phase = Field(description="trajectory phase: approach, grasp, lift, transport, place, release, ...")
-    cause: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the cause in natural language")
-    evidence: Evidence = Field(default_factory=Evidence)
-    run_id: str = ""
-    round: int | None = None
 
 
 class Written(BaseModel):
@@ -145,7 +129,7 @@ class MemoryService:
 
     def record_scene(self, scene: SceneRecord) -> Written:
         """Store a scene record; a scene stored by the sim server (same id) fills spec_json and spec_hash."""
-        from servers.scenes import SceneStore
+        from sim.scene_store import SceneStore
 
         if scene.spec_json in ("", "{}"):
             try:
@@ -156,9 +140,10 @@ class MemoryService:
                 scene = scene.model_copy(update={"spec_json": spec.model_dump_json(), "spec_hash": spec.spec_hash()})
         return self.put([scene])
 
-    def record_diagnosis(self, d: DiagnosisIn) -> DiagnosisRecorded:
+    def record_diagnosis(self, d: Diagnosis) -> DiagnosisRecorded:
+        """Store a diagnosis and cluster it into a difficulty mode (new or existing) in its round."""
         with self._lock:
-            diag, mode, created = mode_ops.record_diagnosis(self.store, Diagnosis(**d.model_dump()), round_=d.round)
+            diag, mode, created = mode_ops.record_diagnosis(self.store, d, round_=d.round)
             if not self._indexed and self.store.count("diagnoses") >= VECTOR_INDEX_MIN_ROWS:
                 self.store.create_indexes()
                 self._indexed = True

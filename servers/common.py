@@ -1,5 +1,6 @@
-"""What every CoDA MCP server shares: limits, tool registration with honest annotations and readable errors,
-paths confined to the run directory, images and prompts from `prompts/` (background jobs: `servers.jobs`).
+"""What every CoDA MCP server shares: tool registration with honest annotations and readable errors, the stats
+resource, images and prompts from `prompts/` (limits: `servers.contract`; background jobs: `servers.jobs`; paths
+inside the run directory: `sim.fileio`).
 
     mcp = new_server("coda-sim", "Scenes: ...")
     @tool(mcp, READ_ONLY)
@@ -22,7 +23,6 @@ import logging
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,36 +33,12 @@ from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
-STATS_URI = "coda://stats"
+from servers.contract import MAX_IMAGE_BYTES, STATS_URI
 
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROMPTS_DIR = REPO_ROOT / "prompts"
-
-# --- limits (issue 10: hostile inputs are rejected before any work) ----------------------------------------
-MAX_SOURCE_CHARS = 100_000
-"""longest accepted program (scene program, potential program), characters"""
-MAX_TEXT_CHARS = 4_000
-"""longest free-text field (queries, causes, reasons)"""
-MAX_JSON_CHARS = 200_000
-"""longest JSON document accepted as an argument (a scene spec)"""
-MAX_IMAGE_PX = 512
-"""largest rendered image side, pixels (per camera)"""
-MAX_IMAGE_BYTES = 1_000_000
-"""largest image returned to a client"""
-MAX_K = 100
-"""most search results per call"""
-MAX_PAGE = 200
-"""most items per listing page"""
-MAX_BATCH = 256
-"""most records written per call"""
-MAX_BUDGET = 100_000
-"""largest generation budget accepted by the allocator"""
-SCENE_ID_PATTERN = r"^[0-9a-f]{16}$"
-"""scene ids are spec hashes: 16 lowercase hex digits"""
-RECORD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
-"""ids of traces, memory records and jobs: no slashes, no leading dot"""
 
 # --- annotations: say what a tool does, truthfully ----------------------------------------------------------
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -202,33 +178,6 @@ def resource(server: MCPServer, uri: str, **kwargs):
     return decorate
 
 
-# --- paths ------------------------------------------------------------------------------------------------
-
-
-def confine(run_dir: Path, relative: str, what: str = "path") -> Path:
-    """`run_dir / relative`, refusing absolute paths, `..` components and symlinks that leave run_dir."""
-    if not relative or "\x00" in relative:
-        raise ValueError(f"{what} must be a non-empty relative path inside the run directory")
-    rel = Path(relative)
-    if rel.is_absolute() or relative.startswith(("~", "\\")):
-        raise ValueError(f"{what} {relative!r} is absolute; give a path relative to the run directory")
-    if ".." in rel.parts:
-        raise ValueError(f"{what} {relative!r} contains '..'; give a path inside the run directory")
-    root = run_dir.resolve()
-    target = (root / rel).resolve()
-    if not target.is_relative_to(root):
-        raise ValueError(f"{what} {relative!r} leaves the run directory (through a symlink)")
-    return target
-
-
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write a file so that readers see the old or the new content, never a partial one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-    tmp.replace(path)
-
-
 # --- images -----------------------------------------------------------------------------------------------
 
 
@@ -289,11 +238,3 @@ def to_json(value: Any) -> str:
         return value.model_dump_json(indent=2)
     return json.dumps(value, indent=2, default=str)
 
-
-def __getattr__(name: str):
-    """`JobManager`, `JobHandle`, `JobStatus`, `JobCancelled`, `register_job_tools` live in `servers.jobs`."""
-    if name in ("JobManager", "JobHandle", "JobStatus", "JobCancelled", "register_job_tools"):
-        from servers import jobs
-
-        return getattr(jobs, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,16 +25,9 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
-from servers.common import (
-    CANCELS,
-    EXPECTED_ERRORS,
-    MAX_PAGE,
-    READ_ONLY,
-    RECORD_ID_PATTERN,
-    error_text,
-    tool,
-    write_atomic,
-)
+from servers.common import CANCELS, EXPECTED_ERRORS, READ_ONLY, error_text, tool
+from servers.contract import MAX_PAGE
+from sim.fileio import RECORD_ID_PATTERN, write_atomic
 
 log = logging.getLogger(__name__)
 

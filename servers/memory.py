@@ -1,5 +1,5 @@
 """MCP server `coda-memory`: the shared memory (scenes, rollouts, diagnoses, difficulty modes, generation and
-training programs, budget allocation). Thin adapter over `servers.memory_ops` (which wraps `memory_store`); the only
+training programs, budget allocation). Typed tool adapters over `memory_store.service.MemoryService`, the only
 writer of `run_dir/memory` while it runs."""
 
 from __future__ import annotations
@@ -8,30 +8,23 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from memory_store.schema import GenerationProgram, RolloutRecord, SceneRecord, TrainingProgram
-from servers.common import (
-    MAX_BATCH,
-    MAX_BUDGET,
-    MAX_K,
-    MAX_PAGE,
-    MAX_TEXT_CHARS,
-    OVERWRITES,
-    READ_ONLY,
+from memory_store.schema import (
     RECORD_ID_PATTERN,
-    WRITES,
-    WRITES_IDEMPOTENT,
-    load_prompts,
-    new_server,
-    resource,
-    to_json,
-    tool,
+    Diagnosis,
+    DiagnosisFactor,
+    Evidence,
+    GenerationProgram,
+    Phase,
+    RecordId,
+    RolloutRecord,
+    SceneRecord,
+    TrainingProgram,
 )
-from servers.memory_ops import (
+from memory_store.service import (
     AllocationResult,
     DiagnosisHit,
-    DiagnosisIn,
     DiagnosisRecorded,
     ExportResult,
     MemoryService,
@@ -40,6 +33,18 @@ from servers.memory_ops import (
     ModeSummary,
     Written,
 )
+from servers.common import (
+    OVERWRITES,
+    READ_ONLY,
+    WRITES,
+    WRITES_IDEMPOTENT,
+    load_prompts,
+    new_server,
+    resource,
+    to_json,
+    tool,
+)
+from servers.contract import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, MAX_TEXT_CHARS
 from sim.constants import DIAGNOSIS_FACTORS, PHASES
 
 INSTRUCTIONS = """Shared memory of a CoDA run. Record scenes, rollouts and failure diagnoses (diagnoses are clustered
@@ -55,6 +60,20 @@ Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 FactorName = Literal[DIAGNOSIS_FACTORS]  # type: ignore[valid-type]
 PhaseName = Literal[PHASES]  # type: ignore[valid-type]
 Limit = Annotated[int, Field(description=f"most items returned (≤ {MAX_PAGE})", ge=1, le=MAX_PAGE)]
+
+
+class DiagnosisIn(BaseModel):
+    """A failure diagnosis ψ = (δ factor, phase, cause, evidence) of a scene's rollouts."""
+
+    id: RecordId = Field(description="unique id; recording the same id again is a no-op")
+    scene_id: RecordId
+    rollout_ids: list[RecordId] = Field(default_factory=list, max_length=MAX_BATCH)
+    factor: DiagnosisFactor = Field(description="δ: task, spatial, attribute or execution")
+    phase: Phase = Field(description="trajectory phase: approach, grasp, lift, transport, place, release, ...")
+    cause: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the cause in natural language")
+    evidence: Evidence = Field(default_factory=Evidence)
+    run_id: str = ""
+    round: int | None = None
 
 
 def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = None) -> MCPServer:
@@ -84,7 +103,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     @tool(mcp, WRITES_IDEMPOTENT)
     def record_diagnosis(diagnosis: DiagnosisIn) -> DiagnosisRecorded:
         """Store a failure diagnosis and cluster it into a difficulty mode (new or existing)."""
-        return svc.record_diagnosis(diagnosis)
+        return svc.record_diagnosis(Diagnosis(**diagnosis.model_dump()))
 
     @tool(mcp, READ_ONLY)
     def search_diagnoses(

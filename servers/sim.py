@@ -1,5 +1,6 @@
 """MCP server `coda-sim`: assets, the SDK reference, scenes from programs or families, resampling, rendering, the
-scripted planner. Thin adapter over `servers.scenes` / `servers.catalog` (which wrap `sim/`)."""
+scripted planner. Typed tool adapters over the run's scene store `sim.scene_store.SceneStore` (and the asset
+catalogue `servers.catalog`)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,7 @@ from pydantic import Field
 from servers import catalog
 from servers.catalog import AssetPage
 from servers.common import (
-    MAX_IMAGE_PX,
-    MAX_PAGE,
-    MAX_SOURCE_CHARS,
     READ_ONLY,
-    SCENE_ID_PATTERN,
     WRITES_IDEMPOTENT,
     image_content,
     load_prompts,
@@ -26,7 +23,9 @@ from servers.common import (
     to_json,
     tool,
 )
-from servers.scenes import SPLIT_HELP, DemoSummary, SceneDetail, SceneInfo, ScenePage, SceneStore, SplitName
+from servers.contract import MAX_IMAGE_PX, MAX_PAGE, MAX_SOURCE_CHARS
+from sim.fileio import SCENE_ID_PATTERN
+from sim.scene_store import SPLIT_HELP, DemoSummary, SceneDetail, SceneInfo, ScenePage, SceneStore, SplitName
 
 INSTRUCTIONS = """Simulated tabletop scenes for robot learning (MuJoCo). Read `sdk_reference` (or sim://sdk) first.
 Make scenes with create_scene (a scene program), sample_scene (a task family's seed scene) or resample_scene (redraw

@@ -13,11 +13,7 @@ from pydantic import BaseModel, Field
 
 from policy.service import TrainerService
 from servers.common import (
-    MAX_BATCH,
-    MAX_SOURCE_CHARS,
     READ_ONLY,
-    RECORD_ID_PATTERN,
-    SCENE_ID_PATTERN,
     WRITES,
     WRITES_IDEMPOTENT,
     image_content,
@@ -25,8 +21,10 @@ from servers.common import (
     new_server,
     tool,
 )
+from servers.contract import MAX_BATCH, MAX_SOURCE_CHARS
 from servers.jobs import JobHandle, JobManager, register_job_tools
-from servers.scenes import RENDER_LOCK, SceneStore
+from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN
+from sim.scene_store import RENDER_LOCK, SceneStore
 from sim.workers import make_executor
 
 INSTRUCTIONS = """The run's action-chunk policy. Start with train_sft (base policy from planner demonstrations),

@@ -1,28 +1,22 @@
 """MCP server `coda-verifier`: verify scene programs and scenes, check success predicates and Text2potential programs.
-Thin adapter over `servers.verification` (which wraps `sim.verify`, `sim.potential`)."""
+Typed tool adapters over `sim.checks` (which wraps `sim.verify` and `sim.potential`), reading scenes and traces from
+the run's `sim.scene_store.SceneStore`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from servers import verification
-from servers.common import (
-    MAX_SOURCE_CHARS,
-    MAX_TEXT_CHARS,
-    READ_ONLY,
-    RECORD_ID_PATTERN,
-    SCENE_ID_PATTERN,
-    load_prompts,
-    new_server,
-    program_caller,
-    tool,
-)
-from servers.scenes import SceneStore
-from servers.verification import PotentialCheck, PredicateCheck, VerifyResult
+from servers.common import READ_ONLY, load_prompts, new_server, program_caller, tool
+from servers.contract import MAX_JSON_CHARS, MAX_SOURCE_CHARS, MAX_TEXT_CHARS
+from sim import checks
+from sim.checks import PotentialCheck, PredicateCheck, VerifyResult
+from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN
+from sim.scene_store import SceneStore
 
 INSTRUCTIONS = """Checks scenes before any rollout: verify_program runs a scene program in the sandbox and applies
 every check (executes, spec_valid, compiles, scale_plausible, collision_free, stable, reachable, predicate_evaluable,
@@ -33,6 +27,14 @@ and a Text2potential program against a scene."""
 SceneId = Annotated[str, Field(description="scene id (spec hash) from the sim server", pattern=SCENE_ID_PATTERN)]
 Source = Annotated[str, Field(description="program source (Python)", min_length=1, max_length=MAX_SOURCE_CHARS)]
 Planner = Annotated[bool, Field(description="also require the scripted planner to solve the scene (slower)")]
+
+
+def checked_spec(spec: dict) -> dict:
+    """A spec argument within the size limit (its validity is the verifier's first check)."""
+    size = len(json.dumps(spec, default=str))
+    if size > MAX_JSON_CHARS:
+        raise ValueError(f"spec is {size} characters of JSON; the limit is {MAX_JSON_CHARS}")
+    return spec
 
 
 def build_server(run_dir: Path) -> MCPServer:
@@ -49,7 +51,7 @@ def build_server(run_dir: Path) -> MCPServer:
     ) -> VerifyResult:
         """Run a scene program in the sandbox and verify the scene it builds (each check, what to fix)."""
         with program_caller(ctx):
-            return verification.verify_source(source, seed, planner)
+            return checks.verify_source(source, seed, planner)
 
     @tool(mcp, READ_ONLY)
     def verify_scene(
@@ -62,8 +64,8 @@ def build_server(run_dir: Path) -> MCPServer:
         """Verify a stored scene or a scene spec (each check, what to fix)."""
         if (scene_id is None) == (spec is None):
             raise ValueError("give exactly one of scene_id or spec")
-        checked = store.spec(scene_id) if scene_id is not None else verification.checked_spec(spec)
-        return verification.verify_spec_json(checked, planner)
+        checked = store.spec(scene_id) if scene_id is not None else checked_spec(spec)
+        return checks.verify_spec_json(checked, planner)
 
     @tool(mcp, READ_ONLY)
     def check_predicate(
@@ -73,7 +75,7 @@ def build_server(run_dir: Path) -> MCPServer:
         scene_id: SceneId,
     ) -> PredicateCheck:
         """Does a predicate parse, name the scene's objects, evaluate, and start false?"""
-        return verification.check_predicate(predicate, store.spec(scene_id))
+        return checks.check_predicate(predicate, store.spec(scene_id))
 
     @tool(mcp, READ_ONLY)
     def check_potential(
@@ -99,7 +101,7 @@ def build_server(run_dir: Path) -> MCPServer:
             raise ValueError("no states to check: pass trace_ids, or keep planner_demo (the planner did not solve "
                              "this scene)")
         with program_caller(ctx):
-            return verification.check_potential(source, spec, rollouts, demos, every)
+            return checks.check_potential(source, spec, rollouts, demos, every)
 
     load_prompts(mcp)
     return mcp

@@ -1,4 +1,5 @@
-"""The pure core of the verifier server: reports for programs and specs, predicate checks, potential checks.
+"""The checks a client asks for before any rollout (what the verifier MCP server wraps): verdicts on scene programs
+and specs (`sim.verify`), success-predicate checks, and Text2potential program checks (`sim.potential`).
 
     verify_source(source, seed=0)                      # VerifyResult (sandboxed run + every verifier check)
     parse_predicate("inside(mug, bowl) & ~grasped(mug)")   # or the JSON form
@@ -8,12 +9,10 @@
 from __future__ import annotations
 
 import ast
-import json
 from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from servers.common import MAX_JSON_CHARS
 from sim.predicates import ATOMS, Predicate
 from sim.spec import SceneSpec
 from sim.verify import CheckResult, VerifyReport
@@ -44,14 +43,6 @@ def verify_spec_json(spec: SceneSpec | dict, planner: bool = False) -> VerifyRes
     from sim.verify import verify_spec
 
     return result_of(verify_spec(spec, planner=planner))
-
-
-def checked_spec(spec: dict) -> dict:
-    """A spec argument within the size limit (its validity is the verifier's first check)."""
-    size = len(json.dumps(spec, default=str))
-    if size > MAX_JSON_CHARS:
-        raise ValueError(f"spec is {size} characters of JSON; the limit is {MAX_JSON_CHARS}")
-    return spec
 
 
 # --- predicates -------------------------------------------------------------------------------------------

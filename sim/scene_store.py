@@ -1,6 +1,8 @@
-"""Scenes of a run directory, addressed by spec hash: create (sandboxed program), sample, resample, render, plan.
+"""The scene store of a run directory: scenes addressed by spec hash — create (sandboxed program), sample,
+resample, render, plan — and the traces beside them.
 
-The pure core of the sim server (no MCP here). Layout under the run directory:
+The service the sim server wraps; the verifier, memory and trainer servers read the same run directory through
+it. Layout under the run directory:
 
     scenes/<scene_id>.json      the SceneSpec (scene_id = spec.spec_hash(), 16 hex digits)
     scenes/<scene_id>.py        the program that built it, when it came from a program
@@ -21,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from servers.common import RECORD_ID_PATTERN, SCENE_ID_PATTERN, confine, write_atomic
+from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN, confine, write_atomic
 from sim.scene import SceneSplit
 from sim.spec import SceneSpec
 

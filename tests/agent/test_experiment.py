@@ -79,7 +79,7 @@ class FakeTrainer:
     """Trainer tools with scripted outcomes; every call is kept in `calls` as (tool, args)."""
 
     def __init__(self, run_dir: Path):
-        from servers.scenes import SceneStore
+        from sim.scene_store import SceneStore
 
         self.store, self.calls, self.step, self.run_dir = SceneStore(run_dir), [], 0, run_dir
 

@@ -131,9 +131,9 @@ BAD_IDS = ["../../etc/passwd", "a' OR '1'='1", ".hidden", "a/b", "", "x" * 129, 
 def test_record_ids_and_references_follow_the_documented_pattern():
     """Issue 17: ids such as `../../etc/passwd` or `a' OR '1'='1` were stored; SECURITY.md promises RECORD_ID_PATTERN."""
     from memory_store.schema import RECORD_ID_PATTERN
-    from servers.common import RECORD_ID_PATTERN as SERVER_PATTERN
+    from sim.fileio import RECORD_ID_PATTERN as FILE_ID_PATTERN
 
-    assert RECORD_ID_PATTERN == SERVER_PATTERN
+    assert RECORD_ID_PATTERN == FILE_ID_PATTERN
     rollout = {"id": "r1", "scene_id": "s1", "policy_id": "run@r0", "success": True, "steps": 3,
                "episode_return": 1.0, "seed": 0, "phase_reached": "grasp"}
     make = {

@@ -11,7 +11,7 @@ from mcp_testing import err, ok
 
 from memory_store.embed import HashingEmbedder
 from servers.memory import build_server
-from servers.scenes import SceneStore
+from sim.scene_store import SceneStore
 
 WRITE_TOOLS = {"record_scene", "record_rollout", "record_rollouts", "record_diagnosis", "put_generation_program",
                "put_training_program"}
@@ -118,7 +118,7 @@ def test_scene_spec_filled_from_the_run(server, tmp_path):
         return server
 
     run(main())
-    from servers.memory_ops import MemoryService
+    from memory_store.service import MemoryService
 
     rec = MemoryService(tmp_path, HashingEmbedder()).store.get("scenes", scene_id)
     assert rec.spec_hash == scene_id and json.loads(rec.spec_json)["family"] == "stack"

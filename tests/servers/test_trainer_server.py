@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 from mcp_testing import err, ok, text
 
-from servers.scenes import SceneStore
 from servers.trainer import build_server
+from sim.scene_store import SceneStore
 
 TOOLS = {  # name: (read_only, destructive, idempotent)
     "train_sft": (False, True, False),

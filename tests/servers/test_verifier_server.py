@@ -9,9 +9,9 @@ import pytest
 from mcp import Client
 from mcp_testing import FAULTY_PROGRAM, SCENE_PROGRAM, UNSTABLE_PROGRAM, err, ok
 
-from servers.scenes import SceneStore
-from servers.verification import parse_predicate
 from servers.verifier import build_server
+from sim.checks import parse_predicate
+from sim.scene_store import SceneStore
 
 
 def run(coro):

@@ -1,0 +1,30 @@
+"""What the servers promise their clients, without the MCP SDK: the stats resource and the input limits.
+
+Clients (the orchestrator) import these to stay inside the limits; the servers enforce them in their tool
+signatures. Nothing here imports `mcp`, so importing it starts no server machinery.
+"""
+
+from __future__ import annotations
+
+STATS_URI = "coda://stats"
+"""resource of every server: tool calls served and seconds spent inside tool functions (JSON)"""
+
+# --- limits (issue 10: hostile inputs are rejected before any work) ----------------------------------------
+MAX_SOURCE_CHARS = 100_000
+"""longest accepted program (scene program, potential program), characters"""
+MAX_TEXT_CHARS = 4_000
+"""longest free-text field (queries, causes, reasons)"""
+MAX_JSON_CHARS = 200_000
+"""longest JSON document accepted as an argument (a scene spec)"""
+MAX_IMAGE_PX = 512
+"""largest rendered image side, pixels (per camera)"""
+MAX_IMAGE_BYTES = 1_000_000
+"""largest image returned to a client"""
+MAX_K = 100
+"""most search results per call"""
+MAX_PAGE = 200
+"""most items per listing page"""
+MAX_BATCH = 256
+"""most records written per call"""
+MAX_BUDGET = 100_000
+"""largest generation budget accepted by the allocator"""
