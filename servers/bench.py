@@ -82,7 +82,7 @@ async def _measure(transport: str, run_dir: Path, calls: int, warmup: int) -> tu
 
 
 def _direct_ms(calls: int) -> float:
-    from servers.catalog import list_assets
+    from sim.assets.listing import list_assets
 
     list_assets(**ARGS)
     t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """MCP server `coda-sim`: assets, the SDK reference, scenes from programs or families, resampling, rendering, the
-scripted planner. Typed tool adapters over the run's scene store `sim.scene_store.SceneStore` (and the asset
-catalogue `servers.catalog`)."""
+scripted planner. Typed tool adapters over the run's scene store `sim.scene_store.SceneStore`, the asset listing
+`sim.assets.listing` and the SDK reference `sim.reference`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import Context, Image, MCPServer
 from pydantic import Field
 
-from servers import catalog
-from servers.catalog import AssetPage
 from servers.common import (
     READ_ONLY,
     WRITES_IDEMPOTENT,
@@ -24,6 +22,9 @@ from servers.common import (
     tool,
 )
 from servers.contract import MAX_IMAGE_PX, MAX_PAGE, MAX_SOURCE_CHARS
+from sim import reference
+from sim.assets import listing
+from sim.assets.listing import AssetPage
 from sim.fileio import SCENE_ID_PATTERN
 from sim.scene_store import SPLIT_HELP, DemoSummary, SceneDetail, SceneInfo, ScenePage, SceneStore, SplitName
 
@@ -53,12 +54,12 @@ def build_server(run_dir: Path) -> MCPServer:
         limit: Annotated[int, Field(description=f"items per page (≤ {MAX_PAGE})", ge=1, le=MAX_PAGE)] = 50,
     ) -> AssetPage:
         """Asset categories with instance counts, kind, size and split (paged)."""
-        return catalog.list_assets(tag, split, kind, offset, limit)
+        return listing.list_assets(tag, split, kind, offset, limit)
 
     @tool(mcp, READ_ONLY)
     def sdk_reference() -> str:
         """The scene-program API, the predicate language and the category vocabulary (markdown)."""
-        return catalog.sdk_reference()
+        return reference.sdk_reference()
 
     @tool(mcp, WRITES_IDEMPOTENT)
     def create_scene(
@@ -125,12 +126,12 @@ def build_server(run_dir: Path) -> MCPServer:
 
     @resource(mcp, "sim://sdk", name="sdk", description="scene-program SDK reference", mime_type="text/markdown")
     def sdk_resource() -> str:
-        return catalog.sdk_reference()
+        return reference.sdk_reference()
 
     @resource(mcp, "sim://assets", name="assets", description="asset catalogue (all categories)",
                   mime_type="application/json")
     def assets_resource() -> str:
-        return to_json(catalog.list_assets(limit=10_000))
+        return to_json(listing.list_assets(limit=10_000))
 
     @resource(mcp, "sim://scenes/{scene_id}", name="scene", description="a stored scene's spec",
                   mime_type="application/json")
