@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import anthropic
 
 from agent.llm.base import (
-    LOCAL_DUMMY_KEY,
+    DEFAULT_TIMEOUT_S,
     STOP_END,
     Completion,
     ImageBlock,
-    LLMError,
     Message,
-    MissingAPIKeyError,
+    SDKBackend,
     TextBlock,
     ThinkingBlock,
     ToolCall,
@@ -22,13 +20,9 @@ from agent.llm.base import (
     ToolSpec,
     ToolUseBlock,
     Usage,
-    describe_sdk_error,
-    missing_key_message,
-    normalize_messages,
 )
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-5-5"
-DEFAULT_TIMEOUT_S = 300.0
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 
 
@@ -119,7 +113,7 @@ def from_anthropic(response: Any) -> Completion:
     )
 
 
-class AnthropicBackend:
+class AnthropicBackend(SDKBackend):
     """Claude through the Anthropic Messages API.
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; with a custom ``base_url`` (a proxy or a local
@@ -132,6 +126,8 @@ class AnthropicBackend:
     """
 
     provider = "anthropic"
+    key_env = ANTHROPIC_KEY_ENV
+    sdk_error = anthropic.AnthropicError
 
     def __init__(
         self,
@@ -143,30 +139,15 @@ class AnthropicBackend:
         max_retries: int = 2,
         extra_body: dict[str, Any] | None = None,
     ):
-        if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be ≥ 0, got {max_retries}")
-        key = api_key or os.environ.get(ANTHROPIC_KEY_ENV) or (LOCAL_DUMMY_KEY if base_url else None)
-        if not key:
-            raise MissingAPIKeyError(missing_key_message(self.provider, ANTHROPIC_KEY_ENV))
-        self.model = model
-        self.base_url = base_url
-        self.extra_body = dict(extra_body or {})
-        self._client = anthropic.Anthropic(
-            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=max_retries
-        )
+        super().__init__(model, api_key=api_key, base_url=base_url, timeout_s=timeout_s, max_retries=max_retries,
+                         extra_body=extra_body)
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        system: str | None = None,
-        tools: list[ToolSpec] | None = None,
-        max_tokens: int = 4096,
-        temperature: float | None = None,
-    ) -> Completion:
-        system_text, wire = to_anthropic(normalize_messages(messages), system)
+    def _make_client(self, key: str, base_url: str | None, timeout_s: float, max_retries: int) -> anthropic.Anthropic:
+        return anthropic.Anthropic(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=max_retries)
+
+    def _request(self, messages: list[Message], system: str | None, tools: list[ToolSpec] | None,
+                 max_tokens: int, temperature: float | None) -> dict[str, Any]:
+        system_text, wire = to_anthropic(messages, system)
         if not wire:
             raise ValueError("complete() needs at least one user message")
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": wire}
@@ -179,9 +160,10 @@ class AnthropicBackend:
             extra["temperature"] = temperature  # not a typed SDK argument any more; sent as-is
         if extra:
             kwargs["extra_body"] = extra
-        try:
-            response = self._client.messages.create(**kwargs)
-        except anthropic.AnthropicError as err:
-            url = str(self._client.base_url)
-            raise LLMError(describe_sdk_error(self.provider, self.model, url, err)) from err
+        return kwargs
+
+    def _send(self, request: dict[str, Any]) -> Any:
+        return self._client.messages.create(**request)
+
+    def _parse(self, response: Any) -> Completion:
         return from_anthropic(response)

@@ -1,4 +1,5 @@
-"""Provider-neutral message, tool and completion types, the ``LLMBackend`` protocol and the errors.
+"""Provider-neutral message, tool and completion types, the ``LLMBackend`` protocol, the errors, and
+``SDKBackend``, the part the provider backends share.
 
 A conversation is a list of ``Message``. Content is a string or a list of blocks (text, image, tool_use,
 tool_result); backends translate it to and from their provider's wire format. Tool results go in a
@@ -9,6 +10,8 @@ tool_result); backends translate it to and from their provider's wire format. To
 from __future__ import annotations
 
 import base64
+import os
+from abc import ABC, abstractmethod
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
@@ -215,18 +218,87 @@ class LLMOutputError(LLMError):
 LOCAL_DUMMY_KEY = "not-needed"
 """sent as the API key to a custom base URL when none is set (local servers usually ignore it)"""
 
-
-def missing_key_message(provider: str, env: str) -> str:
-    return (
-        f"no API key for the {provider} backend: set {env} or pass --api-key; "
-        "use --backend offline to run without a key"
-    )
+DEFAULT_TIMEOUT_S = 300.0
 
 
-def describe_sdk_error(provider: str, model: str, base_url: str, err: Exception) -> str:
-    status = getattr(err, "status_code", None)
-    what = f"HTTP {status} {type(err).__name__}" if status else type(err).__name__
-    return f"{provider} request failed (model {model!r} at {base_url}): {what}: {err}"
+class SDKBackend(ABC):
+    """What the provider backends share: options checked, the API key found, the SDK client made, and a
+    ``complete`` that builds the provider's request, sends it and turns SDK errors into ``LLMError``.
+
+    A backend names its ``provider``, its key's environment variable (``key_env``) and its SDK's base error
+    (``sdk_error``), and implements ``_make_client`` (the SDK client), ``_request`` (neutral messages →
+    the create call's keyword arguments), ``_send`` (the SDK call) and ``_parse`` (its response → ``Completion``).
+    """
+
+    provider: str
+    key_env: str
+    sdk_error: type[Exception]
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        timeout_s: float,
+        max_retries: int,
+        extra_body: dict[str, Any] | None,
+    ):
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be ≥ 0, got {max_retries}")
+        key = api_key or os.environ.get(self.key_env) or (LOCAL_DUMMY_KEY if base_url else None)
+        if not key:
+            raise MissingAPIKeyError(
+                f"no API key for the {self.provider} backend: set {self.key_env} or pass --api-key; "
+                "use --backend offline to run without a key"
+            )
+        self.model = model
+        self.base_url = base_url
+        self.extra_body = dict(extra_body or {})
+        self._client = self._make_client(key, base_url, timeout_s, max_retries)
+
+    @abstractmethod
+    def _make_client(self, key: str, base_url: str | None, timeout_s: float, max_retries: int) -> Any: ...
+
+    @abstractmethod
+    def _request(
+        self,
+        messages: list[Message],
+        system: str | None,
+        tools: list[ToolSpec] | None,
+        max_tokens: int,
+        temperature: float | None,
+    ) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def _send(self, request: dict[str, Any]) -> Any: ...
+
+    @abstractmethod
+    def _parse(self, response: Any) -> Completion: ...
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        tools: list[ToolSpec] | None = None,
+        max_tokens: int = 4096,
+        temperature: float | None = None,
+    ) -> Completion:
+        request = self._request(normalize_messages(messages), system, tools, max_tokens, temperature)
+        try:
+            response = self._send(request)
+        except self.sdk_error as err:
+            raise LLMError(self._describe_error(err)) from err
+        return self._parse(response)
+
+    def _describe_error(self, err: Exception) -> str:
+        status = getattr(err, "status_code", None)
+        what = f"HTTP {status} {type(err).__name__}" if status else type(err).__name__
+        url = str(self._client.base_url)
+        return f"{self.provider} request failed (model {self.model!r} at {url}): {what}: {err}"
 
 
 def normalize_messages(messages: list[Message | dict[str, Any]]) -> list[Message]:

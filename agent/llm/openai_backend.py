@@ -9,7 +9,7 @@ from typing import Any
 import openai
 
 from agent.llm.base import (
-    LOCAL_DUMMY_KEY,
+    DEFAULT_TIMEOUT_S,
     STOP_END,
     STOP_MAX_TOKENS,
     STOP_TOOL_USE,
@@ -17,20 +17,16 @@ from agent.llm.base import (
     ImageBlock,
     LLMError,
     Message,
-    MissingAPIKeyError,
+    SDKBackend,
     TextBlock,
     ToolCall,
     ToolResultBlock,
     ToolSpec,
     ToolUseBlock,
     Usage,
-    describe_sdk_error,
-    missing_key_message,
-    normalize_messages,
 )
 
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
-DEFAULT_TIMEOUT_S = 300.0
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
 
@@ -153,7 +149,7 @@ def from_openai(response: Any) -> Completion:
     )
 
 
-class OpenAIBackend:
+class OpenAIBackend(SDKBackend):
     """OpenAI chat completions with function tools, or any OpenAI-compatible ``base_url``.
 
     ``api_key`` defaults to ``$OPENAI_API_KEY`` and ``base_url`` to ``$OPENAI_BASE_URL``; with a custom ``base_url`` (e.g. ``http://localhost:8000/v1``
@@ -164,6 +160,8 @@ class OpenAIBackend:
     """
 
     provider = "openai"
+    key_env = OPENAI_KEY_ENV
+    sdk_error = openai.OpenAIError
 
     def __init__(
         self,
@@ -176,46 +174,32 @@ class OpenAIBackend:
         token_limit_field: str | None = None,
         extra_body: dict[str, Any] | None = None,
     ):
-        if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be ≥ 0, got {max_retries}")
         if token_limit_field not in (None, "max_tokens", "max_completion_tokens"):
             raise ValueError(
                 f"token_limit_field must be 'max_tokens' or 'max_completion_tokens', got {token_limit_field!r}"
             )
         base_url = base_url or os.environ.get(OPENAI_BASE_URL_ENV) or None
-        key = api_key or os.environ.get(OPENAI_KEY_ENV) or (LOCAL_DUMMY_KEY if base_url else None)
-        if not key:
-            raise MissingAPIKeyError(missing_key_message(self.provider, OPENAI_KEY_ENV))
-        self.model = model
-        self.base_url = base_url
-        self.extra_body = dict(extra_body or {})
+        super().__init__(model, api_key=api_key, base_url=base_url, timeout_s=timeout_s, max_retries=max_retries,
+                         extra_body=extra_body)
         self.token_limit_field = token_limit_field or ("max_tokens" if base_url else "max_completion_tokens")
-        self._client = openai.OpenAI(
-            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=max_retries
-        )
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        system: str | None = None,
-        tools: list[ToolSpec] | None = None,
-        max_tokens: int = 4096,
-        temperature: float | None = None,
-    ) -> Completion:
-        wire = to_openai(normalize_messages(messages), system)
-        kwargs: dict[str, Any] = {"model": self.model, "messages": wire, self.token_limit_field: max_tokens}
+    def _make_client(self, key: str, base_url: str | None, timeout_s: float, max_retries: int) -> openai.OpenAI:
+        return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=max_retries)
+
+    def _request(self, messages: list[Message], system: str | None, tools: list[ToolSpec] | None,
+                 max_tokens: int, temperature: float | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai(messages, system),
+                                  self.token_limit_field: max_tokens}
         if tools:
             kwargs["tools"] = to_openai_tools(tools)
         if temperature is not None:
             kwargs["temperature"] = temperature
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
-        try:
-            response = self._client.chat.completions.create(**kwargs)
-        except openai.OpenAIError as err:
-            url = str(self._client.base_url)
-            raise LLMError(describe_sdk_error(self.provider, self.model, url, err)) from err
+        return kwargs
+
+    def _send(self, request: dict[str, Any]) -> Any:
+        return self._client.chat.completions.create(**request)
+
+    def _parse(self, response: Any) -> Completion:
         return from_openai(response)
