@@ -1,6 +1,6 @@
 """MCP server `coda-verifier`: verify scene programs and scenes, check success predicates and Text2potential programs.
-Typed tool adapters over `sim.checks` (which wraps `sim.verify` and `sim.potential`), reading scenes and traces from
-the run's `sim.scene_store.SceneStore`."""
+Typed tool adapters over `sim.checks.Verifier` (which wraps `sim.verify` and `sim.potential`), reading scenes and
+traces from the run's `sim.scene_store.SceneStore`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from pydantic import Field
 
 from servers.common import READ_ONLY, load_prompts, new_server, program_caller, tool
 from servers.contract import MAX_JSON_CHARS, MAX_SOURCE_CHARS, MAX_TEXT_CHARS
-from sim import checks
-from sim.checks import PotentialCheck, PredicateCheck, VerifyResult
+from sim.checks import PotentialCheck, PredicateCheck, Verifier, VerifyResult
 from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN
 from sim.scene_store import SceneStore
 
@@ -39,7 +38,7 @@ def checked_spec(spec: dict) -> dict:
 
 def build_server(run_dir: Path) -> MCPServer:
     """The verifier server; scenes and traces are read from `run_dir` (shared with the sim server)."""
-    store = SceneStore(run_dir)
+    verifier = Verifier(SceneStore(run_dir))
     mcp = new_server("coda-verifier", INSTRUCTIONS)
 
     @tool(mcp, READ_ONLY)
@@ -51,7 +50,7 @@ def build_server(run_dir: Path) -> MCPServer:
     ) -> VerifyResult:
         """Run a scene program in the sandbox and verify the scene it builds (each check, what to fix)."""
         with program_caller(ctx):
-            return checks.verify_source(source, seed, planner)
+            return verifier.verify_program(source, seed, planner)
 
     @tool(mcp, READ_ONLY)
     def verify_scene(
@@ -64,8 +63,9 @@ def build_server(run_dir: Path) -> MCPServer:
         """Verify a stored scene or a scene spec (each check, what to fix)."""
         if (scene_id is None) == (spec is None):
             raise ValueError("give exactly one of scene_id or spec")
-        checked = store.spec(scene_id) if scene_id is not None else checked_spec(spec)
-        return checks.verify_spec_json(checked, planner)
+        if scene_id is not None:
+            return verifier.verify_scene(scene_id, planner)
+        return verifier.verify_spec(checked_spec(spec), planner)
 
     @tool(mcp, READ_ONLY)
     def check_predicate(
@@ -75,7 +75,7 @@ def build_server(run_dir: Path) -> MCPServer:
         scene_id: SceneId,
     ) -> PredicateCheck:
         """Does a predicate parse, name the scene's objects, evaluate, and start false?"""
-        return checks.check_predicate(predicate, store.spec(scene_id))
+        return verifier.check_predicate(predicate, scene_id)
 
     @tool(mcp, READ_ONLY)
     def check_potential(
@@ -90,18 +90,8 @@ def build_server(run_dir: Path) -> MCPServer:
         ctx: Context | None = None,
     ) -> PotentialCheck:
         """Check a Text2potential program: syntax, names, and Φ on rollout states (finite, in [0, 1], fast, rising)."""
-        spec = store.spec(scene_id)
-        rollouts = {t: store.trace(t) for t in trace_ids}
-        demos = {}
-        if planner_demo:
-            demo = store.planner_trace(scene_id)
-            if demo.success:
-                demos[f"planner-{scene_id}"] = demo
-        if not rollouts and not demos:
-            raise ValueError("no states to check: pass trace_ids, or keep planner_demo (the planner did not solve "
-                             "this scene)")
         with program_caller(ctx):
-            return checks.check_potential(source, spec, rollouts, demos, every)
+            return verifier.check_potential(source, scene_id, trace_ids, planner_demo, every)
 
     load_prompts(mcp)
     return mcp

@@ -1,7 +1,10 @@
-"""The checks a client asks for before any rollout (what the verifier MCP server wraps): verdicts on scene programs
-and specs (`sim.verify`), success-predicate checks, and Text2potential program checks (`sim.potential`).
+"""The checks a client asks for before any rollout: verdicts on scene programs and specs (`sim.verify`),
+success-predicate checks and Text2potential program checks (`sim.potential`). `Verifier` applies them to the scenes
+and traces of a run directory; it is the service the verifier MCP server wraps.
 
-    verify_source(source, seed=0)                      # VerifyResult (sandboxed run + every verifier check)
+    verifier = Verifier(SceneStore(run_dir))
+    verifier.verify_program(source, seed=0)            # VerifyResult (sandboxed run + every verifier check)
+    verifier.check_predicate("inside(mug, bowl) & ~grasped(mug)", scene_id)   # PredicateCheck
     parse_predicate("inside(mug, bowl) & ~grasped(mug)")   # or the JSON form
     check_predicate(text, spec)                        # PredicateCheck: parses? known objects? false at start?
 """
@@ -9,11 +12,13 @@ and specs (`sim.verify`), success-predicate checks, and Text2potential program c
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from sim.predicates import ATOMS, Predicate
+from sim.scene_store import SceneStore
 from sim.spec import SceneSpec
 from sim.verify import CheckResult, VerifyReport
 
@@ -33,16 +38,6 @@ def result_of(report: VerifyReport) -> VerifyResult:
                         spec_hash=report.spec_hash, seconds=round(report.seconds, 4))
 
 
-def verify_source(source: str, seed: int = 0, planner: bool = False) -> VerifyResult:
-    from sim.verify import verify_program
-
-    return result_of(verify_program(source, seed=seed, planner=planner))
-
-
-def verify_spec_json(spec: SceneSpec | dict, planner: bool = False) -> VerifyResult:
-    from sim.verify import verify_spec
-
-    return result_of(verify_spec(spec, planner=planner))
 
 
 # --- predicates -------------------------------------------------------------------------------------------
@@ -168,3 +163,49 @@ def check_potential(source: str, spec: SceneSpec, rollouts: dict[str, Any], demo
     data = report.model_dump(mode="json")
     return PotentialCheck(ok=bool(data.get("ok")), errors=list(data.get("errors", [])), report=data,
                           rollouts=list(rollouts), demos=list(demos))
+
+
+# --- the service ------------------------------------------------------------------------------------------
+
+
+class Verifier:
+    """The checks over the scenes and traces of one run directory (shared with the scene store's other users)."""
+
+    def __init__(self, store: SceneStore):
+        self.store = store
+
+    def verify_program(self, source: str, seed: int = 0, planner: bool = False) -> VerifyResult:
+        """Run a scene program in the sandbox and verify the spec it builds."""
+        from sim.verify import verify_program
+
+        return result_of(verify_program(source, seed=seed, planner=planner))
+
+    def verify_spec(self, spec: SceneSpec | dict, planner: bool = False) -> VerifyResult:
+        """Verify a spec (a SceneSpec or its JSON form; its validity is the first check)."""
+        from sim.verify import verify_spec
+
+        return result_of(verify_spec(spec, planner=planner))
+
+    def verify_scene(self, scene_id: str, planner: bool = False) -> VerifyResult:
+        """Verify a stored scene."""
+        return self.verify_spec(self.store.spec(scene_id), planner)
+
+    def check_predicate(self, text: str, scene_id: str) -> PredicateCheck:
+        """Check a predicate against a stored scene."""
+        return check_predicate(text, self.store.spec(scene_id))
+
+    def check_potential(self, source: str, scene_id: str, trace_ids: Sequence[str] = (), planner_demo: bool = True,
+                        every: int = 1) -> PotentialCheck:
+        """Check a Text2potential program on the states of stored traces (trainer rollouts or saved traces) and,
+        with planner_demo, of the scripted planner's demonstration of the scene when it succeeds."""
+        spec = self.store.spec(scene_id)
+        rollouts = {t: self.store.trace(t) for t in trace_ids}
+        demos = {}
+        if planner_demo:
+            demo = self.store.planner_trace(scene_id)
+            if demo.success:
+                demos[f"planner-{scene_id}"] = demo
+        if not rollouts and not demos:
+            raise ValueError("no states to check: pass trace_ids, or keep planner_demo (the planner did not solve "
+                             "this scene)")
+        return check_potential(source, spec, rollouts, demos, every)
