@@ -1,0 +1,49 @@
+"""sim.scene_store and sim.checks without MCP: the run's scenes by spec hash, and the verifier's service over them."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.checks import Verifier
+from sim.scene_store import SceneStore
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    store = SceneStore(tmp_path_factory.mktemp("run"))
+    return store, store.sample("pick_place", 3)
+
+
+def test_scenes_are_stored_by_spec_hash_and_storing_again_changes_nothing(stored):
+    store, info = stored
+    spec = store.spec(info.scene_id)
+    assert spec.spec_hash() == info.scene_id
+    assert store.put(spec) == info
+    page = store.list()
+    assert page.total == 1 and page.scenes[0].scene_id == info.scene_id
+    detail = store.detail(info.scene_id)
+    assert detail.source is None and "Scene(" in detail.program
+
+
+def test_bad_and_unknown_ids_say_what_to_pass(stored):
+    store, _ = stored
+    with pytest.raises(ValueError, match="16 lowercase hex"):
+        store.spec("../../etc/passwd")
+    with pytest.raises(LookupError, match="unknown scene_id"):
+        store.spec("0" * 16)
+    with pytest.raises(ValueError, match="plain id"):
+        store.trace("../x")
+    with pytest.raises(LookupError, match="unknown trace_id"):
+        store.trace("nothing-here")
+
+
+def test_verifier_checks_stored_scenes(stored):
+    store, info = stored
+    verifier = Verifier(store)
+    spec = store.spec(info.scene_id)
+    check = verifier.check_predicate(str(spec.task.success), info.scene_id)
+    assert check.parses and check.ok, check.message
+    assert not verifier.check_predicate("inside(nothing, bowl)", info.scene_id).ok
+    result = verifier.verify_scene(info.scene_id)
+    assert result.passed, result.summary
+    assert result.spec_hash == info.scene_id
