@@ -177,16 +177,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         from sim.potential import static_problems
 
         service.check_rollouts(rollout_ids)
-        demo_specs, unknown = [], []
-        for sid in dict.fromkeys(demo_scene_ids):
-            try:
-                demo_specs.append(scenes.spec(sid))
-            except LookupError:
-                unknown.append(sid)
-        if unknown:
-            shown = ", ".join(repr(s) for s in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-            raise LookupError(f"unknown scene id(s) in demo_scene_ids: {shown}; use scene ids of the sim server's "
-                              "store (create_scene or sample_scene)")
+        demo_specs = scenes.distinct_specs(demo_scene_ids, "demo_scene_ids")
         for sid, source in potential_programs.items():
             problems = static_problems(source)
             if problems:

@@ -142,6 +142,20 @@ class SceneStore:
             raise LookupError(f"unknown scene_id {scene_id!r}; create one with create_scene or sample_scene")
         return SceneSpec.model_validate_json(path.read_text(encoding="utf-8"))
 
+    def distinct_specs(self, scene_ids: list[str], what: str = "scene_ids") -> list[SceneSpec]:
+        """The specs of distinct scene ids, in first-seen order; unknown ids are one LookupError naming them."""
+        specs, unknown = [], []
+        for sid in dict.fromkeys(scene_ids):
+            try:
+                specs.append(self.spec(sid))
+            except LookupError:
+                unknown.append(sid)
+        if unknown:
+            shown = ", ".join(repr(s) for s in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            raise LookupError(f"unknown scene id(s) in {what}: {shown}; use scene ids of the sim server's store "
+                              "(create_scene or sample_scene)")
+        return specs
+
     def detail(self, scene_id: str) -> SceneDetail:
         from sim.scene import to_program
 
