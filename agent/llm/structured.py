@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -153,6 +153,54 @@ def schema_instructions(schema: type[BaseModel]) -> str:
     )
 
 
+class _Retry(NamedTuple):
+    """An answer that did not pass: what ``LLMOutputError`` reports if no attempt is left, and the user message
+    that asks for a corrected answer."""
+
+    error: str
+    repair: str
+
+
+def _ask_with_repair(
+    backend: LLMBackend,
+    *,
+    system: str | None,
+    prompt: Prompt,
+    suffix: str,
+    judge: Callable[[Completion], Any],
+    role: str,
+    ledger: TokenLedger | None,
+    max_attempts: int,
+    max_tokens: int,
+    temperature: float | None,
+) -> Any:
+    """The repair loop of the validated helpers: ``judge`` turns each answer into the result or a ``_Retry``;
+    after a ``_Retry`` the answer and its repair message join the conversation, up to ``max_attempts`` requests."""
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be ≥ 1, got {max_attempts}")
+    messages = [_user_message(prompt, suffix)]
+    error, answer = "", ""
+    for attempt in range(1, max_attempts + 1):
+        completion = complete_counted(
+            backend,
+            messages,
+            role=role,
+            ledger=ledger,
+            system=system,
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
+        answer = completion.text
+        verdict = judge(completion)
+        if not isinstance(verdict, _Retry):
+            return verdict
+        error = verdict.error
+        if attempt < max_attempts:
+            messages.append(Message.assistant(answer or "(empty answer)"))
+            messages.append(Message.user(verdict.repair))
+    raise LLMOutputError(role, max_attempts, error, answer)
+
+
 def ask_structured(
     backend: LLMBackend,
     *,
@@ -166,33 +214,19 @@ def ask_structured(
     temperature: float | None = None,
 ) -> T:
     """Ask for a JSON answer that validates against ``schema``; repair up to ``max_attempts`` requests."""
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be ≥ 1, got {max_attempts}")
-    messages = [_user_message(prompt, schema_instructions(schema))]
-    last_error, answer = "", ""
-    for attempt in range(1, max_attempts + 1):
-        completion = complete_counted(
-            backend,
-            messages,
-            role=role,
-            ledger=ledger,
-            system=system,
-            max_tokens=max_tokens,
-            temperature=temperature,
-        )
-        answer = completion.text
+
+    def judge(completion: Completion) -> T | _Retry:
         try:
-            return parse_structured(answer, schema)
+            return parse_structured(completion.text, schema)
         except OutputInvalid as err:
-            last_error = str(err)
+            error = str(err)
         if completion.stop_reason == STOP_MAX_TOKENS:
-            last_error += _TRUNCATED_NOTE
-        if attempt < max_attempts:
-            messages.append(Message.assistant(answer or "(empty answer)"))
-            messages.append(
-                Message.user(f"your answer did not validate: {last_error} — answer again with only the JSON")
-            )
-    raise LLMOutputError(role, max_attempts, last_error, answer)
+            error += _TRUNCATED_NOTE
+        return _Retry(error, f"your answer did not validate: {error} — answer again with only the JSON")
+
+    return _ask_with_repair(backend, system=system, prompt=prompt, suffix=schema_instructions(schema), judge=judge,
+                            role=role, ledger=ledger, max_attempts=max_attempts, max_tokens=max_tokens,
+                            temperature=temperature)
 
 
 # -- code ----------------------------------------------------------------------------------------
@@ -232,34 +266,19 @@ def ask_code(
     temperature: float | None = None,
 ) -> str:
     """Ask for a Python program; feed syntax and ``check`` errors back for repair; return the source."""
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be ≥ 1, got {max_attempts}")
-    messages = [_user_message(prompt, "Answer with the complete program in one ```python code block.")]
-    errors: list[str] = []
-    answer = ""
-    for attempt in range(1, max_attempts + 1):
-        completion = complete_counted(
-            backend,
-            messages,
-            role=role,
-            ledger=ledger,
-            system=system,
-            max_tokens=max_tokens,
-            temperature=temperature,
-        )
-        answer = completion.text
-        errors = code_errors(extract_code(answer), check)
+
+    def judge(completion: Completion) -> str | _Retry:
+        code = extract_code(completion.text)
+        errors = code_errors(code, check)
         if not errors:
-            return extract_code(answer)
+            return code
         if completion.stop_reason == STOP_MAX_TOKENS:
             errors.append(_TRUNCATED_NOTE.strip(" ()"))
-        if attempt < max_attempts:
-            listed = "\n".join(f"- {e}" for e in errors)
-            messages.append(Message.assistant(answer or "(empty answer)"))
-            messages.append(
-                Message.user(
-                    f"your code has errors:\n{listed}\n"
-                    "fix them and answer again with the complete program in one ```python code block"
-                )
-            )
-    raise LLMOutputError(role, max_attempts, "; ".join(errors), answer)
+        listed = "\n".join(f"- {e}" for e in errors)
+        return _Retry("; ".join(errors), f"your code has errors:\n{listed}\n"
+                      "fix them and answer again with the complete program in one ```python code block")
+
+    return _ask_with_repair(backend, system=system, prompt=prompt,
+                            suffix="Answer with the complete program in one ```python code block.", judge=judge,
+                            role=role, ledger=ledger, max_attempts=max_attempts, max_tokens=max_tokens,
+                            temperature=temperature)
