@@ -118,10 +118,14 @@ def train_sft(demos: Sequence[Episode], pcfg: PolicyConfig, tcfg: TrainConfig, u
     return state, log_
 
 
-def bc_steps(state: TrainState, buf: ChunkReplayBuffer, updates: int, progress: Progress | None = None) -> TrainLog:
+def bc_steps(state: TrainState, buf: ChunkReplayBuffer, updates: int, progress: Progress | None = None,
+             set_lr: Callable[[int], None] | None = None) -> TrainLog:
+    """`updates` BC updates on batches from `buf`; `set_lr(i)` (a learning-rate schedule) before update i."""
     cfg, losses, t0 = state.train_config, [], time.perf_counter()
     state.policy.train()
     for i in range(updates):
+        if set_lr is not None:
+            set_lr(i)
         batch = buf.sample(cfg.batch_size, state.rng, state.device)
         with autocast(cfg, state.device):
             out = bc_update(state.policy, state.policy_optimizer, batch, cfg)
@@ -137,20 +141,7 @@ def bc_finetune(state: TrainState, demos: ChunkReplayBuffer, updates: int, progr
                 ) -> TrainLog:
     """BC fine-tuning of a trained policy (a round's demonstrations): a fresh optimizer with the fine-tuning
     warmup, like the AWR updates of a round, then `updates` BC updates."""
-    set_lr = finetune_schedule(state) if updates else None
-    cfg, losses, t0 = state.train_config, [], time.perf_counter()
-    state.policy.train()
-    for i in range(updates):
-        set_lr(i)
-        batch = demos.sample(cfg.batch_size, state.rng, state.device)
-        with autocast(cfg, state.device):
-            out = bc_update(state.policy, state.policy_optimizer, batch, cfg)
-        losses.append(float(out["bc_mse"]))
-        state.step += 1
-        if progress and (i + 1) % max(1, updates // 20) == 0:
-            progress(i + 1, updates, {"loss": float(np.mean(losses[-20:]))})
-    state.policy.eval()
-    return TrainLog(updates, time.perf_counter() - t0, losses)
+    return bc_steps(state, demos, updates, progress, set_lr=finetune_schedule(state) if updates else None)
 
 
 def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplayBuffer | None,
