@@ -1,17 +1,24 @@
 """Failure critic on a labelled benchmark: factor and phase accuracy on planted difficulties (`coda bench critic`).
 
-Planted difficulties (`agent.roles.planted`) make failed rollouts whose true (δ, phase) is known from the
-perturbation; the offline critic (or an LLM critic) diagnoses each from its trace alone.
+Planted difficulties (`sim.engine.planted`, served by the sim server's `plant_failures`) make failed rollouts whose
+true (δ, phase) is known from the perturbation; the offline critic (or an LLM critic) diagnoses each from its
+evidence alone.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from agent.roles.critic import Critic, CriticContext, OfflineCritic
-from agent.roles.planted import generate
-from sim.evidence.timeline import build_evidence
+from agent.hub import Hub, stdio_specs
+from agent.roles.critic import Critic, OfflineCritic
+from sim.evidence.models import Evidence
+
+PAGE = 25
+"""failed rollouts per plant_failures call"""
 
 
 def add_arguments(parser) -> None:
@@ -24,31 +31,53 @@ def add_arguments(parser) -> None:
     parser.add_argument("--errors", type=int, default=10, help="misdiagnosed rollouts listed in the output")
 
 
+@contextmanager
+def sim_hub() -> Iterator[Hub]:
+    """A sim server of its own (stdio, in a scratch run directory)."""
+    with tempfile.TemporaryDirectory(prefix="coda-bench-critic-") as run_dir, \
+            Hub(stdio_specs(run_dir, names=("sim",))) as hub:
+        yield hub
+
+
+def planted(hub: Hub, n: int, seed: int, families) -> Iterator[dict]:
+    """Up to `n` failed labelled rollouts from the sim server (the planted generator's try limit: 8 n + 40)."""
+    start, stop, made = 0, 8 * n + 40, 0
+    while made < n and start < stop:
+        page = hub.call("sim", "plant_failures", {"n": min(PAGE, n - made), "seed": seed, "families": list(families),
+                                                  "start": start, "stop": stop}).data
+        made += len(page["failures"])
+        start = page["next_start"]
+        yield from page["failures"]
+
+
 def evaluate(n: int, seed: int = 0, families=("pick_place", "stack", "articulated", "prep"),
-             critic: Critic | None = None, n_errors: int = 10) -> dict:
-    """Generate `n` failed labelled rollouts, diagnose them, and score factor / phase accuracy."""
+             critic: Critic | None = None, n_errors: int = 10, hub: Hub | None = None) -> dict:
+    """Generate `n` failed labelled rollouts, diagnose them, and score factor / phase accuracy. Without `hub`, a sim
+    server is started for the run."""
+    if hub is None:
+        with sim_hub() as own:
+            return evaluate(n, seed, families, critic, n_errors, own)
     critic = critic or OfflineCritic()
-    context = CriticContext()
     confusion: Counter = Counter()
     per_kind: dict[str, list[int]] = {}
     errors, total, factor_ok, phase_ok, both_ok = [], 0, 0, 0, 0
     t0 = time.perf_counter()
-    for item in generate(n, seed=seed, families=tuple(families)):
-        ev = build_evidence(item.trace, ranges=context.ranges)
-        d = critic.diagnose(item.trace, ev, context)
+    for item in planted(hub, n, seed, tuple(families)):
+        d = critic.diagnose(Evidence.model_validate(item["evidence"]))
+        factor, phase, kind = item["factor"], item["phase"], item["kind"]
         total += 1
-        f_ok, p_ok = d.factor == item.factor, d.phase == item.phase
+        f_ok, p_ok = d.factor == factor, d.phase == phase
         factor_ok += f_ok
         phase_ok += p_ok
         both_ok += f_ok and p_ok
-        confusion[f"{item.factor}->{d.factor}"] += 1
-        stats = per_kind.setdefault(item.kind, [0, 0, 0])
+        confusion[f"{factor}->{d.factor}"] += 1
+        stats = per_kind.setdefault(kind, [0, 0, 0])
         stats[0] += 1
         stats[1] += f_ok
         stats[2] += p_ok
         if not (f_ok and p_ok) and len(errors) < n_errors:
-            errors.append({"family": item.family, "seed": item.seed, "kind": item.kind,
-                           "label": f"{item.factor}/{item.phase}", "got": f"{d.factor}/{d.phase}", "cause": d.cause})
+            errors.append({"family": item["family"], "seed": item["seed"], "kind": kind,
+                           "label": f"{factor}/{phase}", "got": f"{d.factor}/{d.phase}", "cause": d.cause})
     seconds = time.perf_counter() - t0
     return {
         "n_failed_rollouts": total,

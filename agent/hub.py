@@ -52,8 +52,12 @@ class ServerSpec:
     url: str | None = None
     command: str | None = None
     args: list[str] = field(default_factory=list)
+    server: Any = None
+    """a server object reached in memory (e.g. `servers.sim.build_server(run_dir)`; tests)"""
 
     def target(self):
+        if self.server is not None:
+            return self.server
         if self.url:
             return self.url
         return StdioServerParameters(command=self.command or sys.executable, args=self.args)

@@ -62,6 +62,7 @@ class CoEvolution:
         if method.generation == "memory" and memory_from is None:
             raise ValueError(f"method {method.name} reuses another run's memory: give memory_from")
         self.hub, self.roles, self.preset, self.run_id = hub, roles, preset, run_id
+        roles.connect(hub)
         self.method, self.seed, self.base, self.early_stop = method, seed, base, early_stop
         self.source = json.loads(Path(memory_from).read_text())["steps"] if memory_from else None
         self.run_dir = Path(run_dir)
@@ -244,14 +245,13 @@ class CoEvolution:
 
     def _domain_rand(self, r: int, alloc: dict) -> Iterator:
         """Fresh family scenes, randomized over the hand-specified wide ranges of `agent.methods.DR_RANGES`."""
-        from agent.methods import domain_randomize
-        from agent.roles.engine import program_of
+        from agent.methods import DR_RANGES
         from sim.families import sample_spec
 
         rng = np.random.default_rng([self.seed, r, 17])
         for family, seed in self._novel_seeds(r):
             spec = sample_spec(family, seed)
-            yield program_of(domain_randomize(spec, rng), "domain_rand", parent=spec), None
+            yield self.roles.engine.domain_randomized(spec, rng, DR_RANGES), None
 
     def _uniform(self, r: int, alloc: dict) -> Iterator:
         """Round 0: the seed scenes (as every method); later: variants of earlier accepted scenes, one factor drawn
@@ -380,7 +380,7 @@ class CoEvolution:
                 ev = self.call("trainer", "get_rollout_evidence", rollout_id=x["rollout_id"])
                 evidence = Evidence.model_validate(ev["evidence"])
                 try:
-                    d = self.roles.critic.diagnose(None, evidence)
+                    d = self.roles.critic.diagnose(evidence)
                 except Exception as exc:  # noqa: BLE001 - a role failure skips this rollout, the round goes on
                     log.warning("critic failed on %s: %s", x["rollout_id"], exc)
                     continue

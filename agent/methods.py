@@ -29,13 +29,10 @@ same number of ACCEPTED (verified) environments; only the switches of its `Metho
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from sim import assets
-from sim.assets.types import ArticulatedAsset
 from sim.spec import SceneSpec
 
 GENERATIONS = ("diagnosis", "domain_rand", "uniform", "success", "memory")
@@ -124,34 +121,8 @@ DR_RANGES = {
     "scale": (0.92, 1.08),  # × the instance's size (wider scales mostly collide and fail verification)
     "damping": (0.5, 5.0),  # × an articulated joint's damping
 }
-"""hand-specified ranges of domain randomization (set once from the SDK's plausibility limits, not tuned)"""
-
-
-def domain_randomize(spec: SceneSpec, rng: np.random.Generator, ranges: dict = DR_RANGES) -> SceneSpec:
-    """`spec` with a resampled layout and every object's mass, friction, scale (and joint damping) drawn from
-    `ranges`. The result may fail verification (e.g. grown objects touching); callers draw again."""
-    from sim.resample import resample
-
-    try:
-        spec = resample(spec, "layout", rng)
-    except ValueError:  # this draw does not fit on the table: keep the family sampler's layout
-        pass
-    objs = []
-    for a in spec.attributes.objects:
-        asset = assets.get_asset(a.asset)
-        cat = assets.get_category(asset.category)
-        upd: dict = {"friction": round(float(rng.uniform(*ranges["friction"])), 4)}
-        if isinstance(asset, ArticulatedAsset):
-            base = a.damping if a.damping is not None else asset.damping
-            upd["damping"] = round(base * float(rng.uniform(*ranges["damping"])), 4)
-        else:
-            lo, hi = cat.mass_range[0] * ranges["mass"][0], cat.mass_range[1] * ranges["mass"][1]
-            upd["mass"] = round(math.exp(rng.uniform(math.log(lo), math.log(hi))), 4)
-            upd["scale"] = round(a.scale * float(rng.uniform(*ranges["scale"])), 3)
-        objs.append(a.model_copy(update=upd))
-    meta = {**spec.meta, "varied": "domain_rand", "operator": "domain_rand"}
-    return spec.model_copy(update={"attributes": spec.attributes.model_copy(update={"objects": tuple(objs)}),
-                                   "meta": meta})
+"""hand-specified ranges of domain randomization (set once from the SDK's plausibility limits, not tuned); the data
+engine draws from them with `OfflineEngine.domain_randomized` (the sim server's `domain_randomize_scene`)"""
 
 
 UNIFORM_FACTORS = ("task", "layout", "attributes")
@@ -160,10 +131,8 @@ UNIFORM_FACTORS = ("task", "layout", "attributes")
 def uniform_variant(engine, spec: SceneSpec, rng: np.random.Generator, batch: str = "uniform"):
     """One variant of `spec` along a factor drawn uniformly, with an operator drawn uniformly among that factor's
     operators (falling back to the others when it does not apply). None when no operator applies."""
-    from agent.roles.variations import OPERATORS
-
     factor = UNIFORM_FACTORS[int(rng.integers(len(UNIFORM_FACTORS)))]
-    names = list(OPERATORS[factor])
+    names = engine.operators(factor)
     ops = tuple(names[i] for i in rng.permutation(len(names)))
     made = engine.variants(spec, factor, 1, seed=int(rng.integers(2**31)), batch=batch, operators=ops)
     return made[0] if made else None

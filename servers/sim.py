@@ -4,8 +4,9 @@ scripted planner. Typed tool adapters over the run's scene store `sim.scene_stor
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from pydantic import Field
@@ -21,12 +22,14 @@ from servers.common import (
     to_json,
     tool,
 )
-from servers.contract import MAX_IMAGE_PX, MAX_PAGE, MAX_SOURCE_CHARS
+from servers.contract import MAX_IMAGE_PX, MAX_JSON_CHARS, MAX_PAGE, MAX_SOURCE_CHARS, MAX_TEXT_CHARS
 from sim import reference
 from sim.assets import listing
 from sim.assets.listing import AssetPage
+from sim.engine import planted, programs
 from sim.fileio import SCENE_ID_PATTERN
 from sim.scene_store import SPLIT_HELP, DemoSummary, SceneDetail, SceneInfo, ScenePage, SceneStore, SplitName
+from sim.spec import SceneSpec
 
 INSTRUCTIONS = """Simulated tabletop scenes for robot learning (MuJoCo). Read `sdk_reference` (or sim://sdk) first.
 Make scenes with create_scene (a scene program), sample_scene (a task family's seed scene) or resample_scene (redraw
@@ -36,6 +39,16 @@ verifier, memory and trainer servers sharing this run directory."""
 SceneId = Annotated[str, Field(description="scene id (spec hash) from create_scene / sample_scene", pattern=SCENE_ID_PATTERN)]
 Seed = Annotated[int, Field(description="random seed (the program's `seed`)", ge=0, le=2**31 - 1)]
 Family = Literal["pick_place", "stack", "articulated", "prep"]
+SpecJson = Annotated[dict[str, Any], Field(description="a SceneSpec JSON object, e.g. get_scene's 'spec'")]
+SceneFactor = Annotated[Literal["task", "layout", "attributes"], Field(description="scene factor to vary")]
+
+
+def spec_of(spec: dict) -> SceneSpec:
+    """A spec argument within the size limit, validated."""
+    size = len(json.dumps(spec, default=str))
+    if size > MAX_JSON_CHARS:
+        raise ValueError(f"spec is {size} characters of JSON; the limit is {MAX_JSON_CHARS}")
+    return SceneSpec.model_validate(spec)
 
 
 def build_server(run_dir: Path) -> MCPServer:
@@ -123,6 +136,94 @@ def build_server(run_dir: Path) -> MCPServer:
     ) -> DemoSummary:
         """Run the scripted planner on a scene: success, steps and subgoals of the demonstration."""
         return store.run_planner(scene_id, save_trace)
+
+    @tool(mcp, READ_ONLY)
+    def sample_programs(
+        family: Annotated[Family, Field(description="task family")],
+        n: Annotated[int, Field(description="programs wanted (seeds start_seed, start_seed + 1, ...)", ge=1, le=MAX_PAGE)] = 1,
+        start_seed: Seed = 0,
+        split: Annotated[SplitName, Field(description=SPLIT_HELP)] = "train",
+    ) -> list[programs.SceneProgram]:
+        """Scene programs of a task family's seed scenes (nothing is stored; run them with create_scene)."""
+        return programs.sample_programs(family, n, start_seed, split)
+
+    @tool(mcp, READ_ONLY)
+    def vary_scene(
+        spec: SpecJson,
+        factor: SceneFactor,
+        n: Annotated[int, Field(description="variants wanted (variant i draws from the generator [seed, i])", ge=1, le=MAX_PAGE)],
+        seed: Seed = 0,
+        operators: Annotated[list[str], Field(description="operators of the factor to try, in order (see variation_operators)",
+                                              min_length=1, max_length=16)] = ["resample"],  # noqa: B006 - pydantic copies defaults
+        roles: Annotated[dict[str, str], Field(description="objects to act on by role (target, dest, obstacle, mover); "
+                                               "the scene's defaults fill the rest", max_length=8)] = {},  # noqa: B006
+        max_tries: Annotated[int, Field(description="draws per operator before the next one", ge=1, le=16)] = 4,
+        verify: Annotated[bool, Field(description="draw again when a variant fails the verifier")] = False,
+    ) -> programs.Variants:
+        """Scene programs of variants of a scene that differ from it only in one factor (nothing is stored)."""
+        return programs.vary_scene(spec_of(spec), factor, n, seed, tuple(operators), roles, max_tries, verify)
+
+    @tool(mcp, READ_ONLY)
+    def domain_randomize_scene(
+        spec: SpecJson,
+        ranges: Annotated[dict[str, tuple[float, float]], Field(
+            description="draw ranges: mass and damping as factors of the category's range and the joint's damping, "
+                        "scale as a factor of the instance's, friction absolute")],
+        rng_state: Annotated[dict[str, Any], Field(description="numpy PCG64 bit-generator state to draw from "
+                                                   "(the previous call's rng_state)")],
+    ) -> programs.Randomized:
+        """The program of a scene with a redrawn layout and every object's attributes drawn from wide ranges (nothing is stored)."""
+        missing = {"mass", "friction", "scale", "damping"} - set(ranges)
+        if missing:
+            raise ValueError(f"ranges lacks {sorted(missing)}")
+        return programs.domain_randomize_scene(spec_of(spec), ranges, rng_state)
+
+    @tool(mcp, READ_ONLY)
+    def scene_program(spec: SpecJson) -> programs.SceneProgram:
+        """A scene program that rebuilds a scene spec."""
+        return programs.program_of(spec_of(spec))
+
+    @tool(mcp, READ_ONLY)
+    def variation_operators() -> dict[str, list[str]]:
+        """The one-factor variation operators by scene factor (for vary_scene)."""
+        return programs.variation_operators()
+
+    @tool(mcp, READ_ONLY)
+    def scene_objects(spec: SpecJson) -> list[programs.SceneObject]:
+        """A scene's objects as role-binding candidates: name, role, category, and the category's tags and kinds."""
+        return programs.scene_objects(spec_of(spec))
+
+    @tool(mcp, READ_ONLY)
+    def program_reference() -> dict[str, str]:
+        """Prompt material for writing scene programs: every asset category in one line, and the example programs."""
+        return programs.program_reference()
+
+    @tool(mcp, READ_ONLY)
+    def potential_template(
+        spec: SpecJson,
+        factor: Annotated[Literal["task", "spatial", "attribute", "execution"], Field(description="diagnosed factor δ")],
+        phase: Annotated[str, Field(description="diagnosed phase, e.g. 'grasp'", min_length=1, max_length=32)],
+        cause: Annotated[str, Field(description="the diagnosis' cause sentence (objects it names refine the template)",
+                                    max_length=MAX_TEXT_CHARS)],
+        learning_tool: Annotated[Literal["bc", "awr_shaped", "reevaluate", "return_to_engine"], Field(
+            description="the program's LEARNING_TOOL")] = "awr_shaped",
+        level: Annotated[int, Field(description="2: phase refined by the cause; 1: plain phases; 0: one subgoal per goal",
+                                    ge=0, le=2)] = 2,
+    ) -> str:
+        """A Text2potential program for a diagnosis from the phase and cause templates (check it with check_potential)."""
+        return programs.potential_template(spec_of(spec), factor, phase, cause, learning_tool, level)
+
+    @tool(mcp, READ_ONLY)
+    def plant_failures(
+        n: Annotated[int, Field(description="failed rollouts wanted on this page", ge=1, le=50)],
+        seed: Annotated[int, Field(description="benchmark seed (scenes and perturbations)", ge=0, le=2**20)] = 0,
+        families: Annotated[list[Family], Field(description="task families, kinds in rotation over them",
+                                                min_length=1, max_length=4)] = ["pick_place", "stack", "articulated", "prep"],  # noqa: B006 - pydantic copies defaults
+        start: Annotated[int, Field(description="try index to start at (the previous page's next_start)", ge=0)] = 0,
+        stop: Annotated[int, Field(description="try index to stop before", ge=1, le=100_000)] = 100,
+    ) -> planted.PlantedPage:
+        """Failed rollouts with planted difficulties of known factor and phase, as critic evidence (a labelled benchmark)."""
+        return planted.planted_page(n, seed, tuple(families), start, stop)
 
     @resource(mcp, "sim://sdk", name="sdk", description="scene-program SDK reference", mime_type="text/markdown")
     def sdk_resource() -> str:

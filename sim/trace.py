@@ -7,18 +7,24 @@ control step. Any helper can be recomputed later: `trace.state_at(t)` restores s
     obs = rec.reset()
     obs, r, term, trunc, info = rec.step(action)      # same as env.step, recorded
     trace = rec.trace()
+
+`RecordingEnv` is an env that records itself and passes its actions through an `ActionPerturbation` (for code
+that drives an env directly, such as the scripted planner); `planner_trace(spec, perturb)` runs the planner in one
+and returns the demonstration and the trace (the labelled critic benchmark plants execution faults this way).
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import mujoco
 import numpy as np
 
 from sim.env import CodaEnv
 from sim.helpers import SceneState
+from sim.planner import Demo, run_planner
 from sim.spec import SceneSpec
 
 
@@ -102,6 +108,9 @@ class TraceRecorder:
 
     def __init__(self, env: CodaEnv):
         self.env = env
+        self._begin_lists()
+
+    def _begin_lists(self) -> None:
         self._qpos: list[np.ndarray] = []
         self._qvel: list[np.ndarray] = []
         self._mocap: list[np.ndarray] = []
@@ -114,19 +123,26 @@ class TraceRecorder:
         self._qvel.append(d.qvel.copy())
         self._mocap.append(d.mocap_pos[self.env.compiled.gripper.mocap].copy())
 
-    def reset(self, **kwargs) -> dict:
-        obs = self.env.reset(**kwargs)
-        self._qpos, self._qvel, self._mocap, self._actions = [], [], [], []
-        self._success_step = None
+    def begin(self) -> None:
+        """Start a new recording at the env's current (just reset) state."""
+        self._begin_lists()
         self._snap()
-        return obs
 
-    def step(self, action):
-        out = self.env.step(action)
+    def record(self, action, out: tuple) -> None:
+        """Record one executed `action` and the env's state after it (`out` is what env.step returned)."""
         self._actions.append(np.asarray(action, dtype=np.float32))
         self._snap()
         if out[4].get("success") and self._success_step is None:
             self._success_step = len(self._actions)
+
+    def reset(self, **kwargs) -> dict:
+        obs = self.env.reset(**kwargs)
+        self.begin()
+        return obs
+
+    def step(self, action):
+        out = self.env.step(action)
+        self.record(action, out)
         return out
 
     def step_chunk(self, chunk):
@@ -153,3 +169,49 @@ class TraceRecorder:
             success_step=self._success_step,
             meta=meta,
         )
+
+
+class ActionPerturbation(Protocol):
+    """Changes the actions an env executes (and may bias the target pose its driver reads back)."""
+
+    def __call__(self, env: RecordingEnv, action: np.ndarray) -> np.ndarray: ...
+
+    def target_offset(self) -> np.ndarray: ...
+
+
+class RecordingEnv(CodaEnv):
+    """A `CodaEnv` that records a trace of every reset/step and passes actions through a perturbation."""
+
+    def __init__(self, spec, perturb: ActionPerturbation | None = None, max_steps: int | None = None):
+        super().__init__(spec, max_steps=max_steps)
+        self.perturb = perturb
+        self.recorder = TraceRecorder(self)
+
+    def reset(self, seed: int | None = None, gripper_noise: float = 0.0) -> dict:
+        obs = super().reset(seed=seed, gripper_noise=gripper_noise)
+        self.recorder.begin()
+        return obs
+
+    def step(self, action):
+        a = np.asarray(action, dtype=np.float64).copy()
+        if self.perturb is not None:
+            a = np.asarray(self.perturb(self, a), dtype=np.float64)
+        out = super().step(a)
+        self.recorder.record(a, out)
+        return out
+
+    def target_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        pos, quat = super().target_pose()
+        if self.perturb is not None:
+            pos = pos - self.perturb.target_offset()
+        return pos, quat
+
+    def trace(self, **meta) -> Trace:
+        return self.recorder.trace(**meta)
+
+
+def planner_trace(spec, perturb: ActionPerturbation | None = None, **meta) -> tuple[Demo, Trace]:
+    """Run the scripted planner on `spec` (through `perturb`) and return (demo, trace)."""
+    env = RecordingEnv(spec, perturb)
+    demo = run_planner(env)
+    return demo, env.trace(**meta)

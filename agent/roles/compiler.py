@@ -1,8 +1,9 @@
 """Text2potential compiler R_hone: a validated diagnosis → a potential program (subgoals, completions, potentials,
 learning tool), checked by `sim.potential.check_program` and repaired from the check errors (≤ 3 attempts).
 
-`OfflineCompiler` fills phase and cause templates (`agent.roles.potential_templates`): attempt 1 refines the
-diagnosed phase by the cause, attempt 2 drops the refinement, attempt 3 is one coarse subgoal per goal.
+`OfflineCompiler` fills phase and cause templates (`sim.engine.potential_templates`, through the sim server's
+`potential_template`): attempt 1 refines the diagnosed phase by the cause, attempt 2 drops the refinement, attempt 3
+is one coarse subgoal per goal.
 `LLMCompiler` asks a model for the program with `prompts/compiler.md`, the scene's symbol table, the helper
 signatures and retrieved training programs, and feeds check errors back for repair.
 """
@@ -13,23 +14,27 @@ import ast
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, Field
 
 from agent.llm import ROLE_COMPILER, LLMBackend, TokenLedger, ask_code
 from agent.roles.critic import CriticDiagnosis
-from agent.roles.potential_templates import cause_objects, write_program
-from agent.roles.prompt_files import render_prompt
+from agent.roles.engine import sim_call
 from memory_store.schema import Diagnosis, TrainingProgram
+from prompts import render_prompt
 from sim import program_helpers
+from sim.constants import SUCCESS_BAND
 from sim.planner import order_subgoals
 from sim.potential import LEARNING_TOOLS, PotentialReport, check_program, episode, helper_names
 from sim.spec import SceneSpec
 from sim.trace import Trace
 
+if TYPE_CHECKING:
+    from agent.hub import Hub
+
 MAX_ATTEMPTS = 3
-BAND = (0.1, 0.9)
+BAND = SUCCESS_BAND
 """success band of a mode: inside it, shaped AWR; above, re-evaluation; near zero, BC or back to the engine"""
 
 
@@ -115,16 +120,23 @@ def _result(source: str, request: CompileRequest, report: PotentialReport, attem
 
 
 class OfflineCompiler:
-    """Template compilation from the diagnosed phase and cause."""
+    """Template compilation from the diagnosed phase and cause (the templates are the sim server's
+    `potential_template`)."""
+
+    def __init__(self, hub: Hub | None = None):
+        self.hub = hub
+
+    def connect(self, hub: Hub) -> None:
+        self.hub = hub
 
     def compile(self, request: CompileRequest) -> CompiledProgram:
         d = request.diagnosis
         tool = learning_tool_for(d.factor, request.success_rate, bool(request.demos) or request.has_demo)
-        named = cause_objects(d.cause, request.spec.object_names())
+        spec = request.spec.model_dump(mode="json")
         errors: list[list[str]] = []
         for attempt, level in enumerate((2, 1, 0)[:MAX_ATTEMPTS], start=1):
-            source = write_program(request.spec, factor=d.factor, phase=d.phase, cause=d.cause, tool=tool,
-                                   level=level, cause_objects=named)
+            source = sim_call(self.hub, "sim", "potential_template", spec=spec, factor=d.factor, phase=d.phase,
+                              cause=d.cause, learning_tool=tool, level=level)
             report = run_checks(source, request)
             if report.ok:
                 return _result(source, request, report, attempt, errors)

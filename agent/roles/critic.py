@@ -11,32 +11,27 @@
 4. execution otherwise: the phase of the first failure event (drop, missed grasp...), else where progress stalled.
 
 `LLMCritic` asks a (vision-)language model for the same `CriticDiagnosis`, given the evidence text and keyframes.
-Rules read only the trace's evidence and spec (plus training ranges), never how the scene was made.
+Both read only the rollout's evidence (`sim.evidence.models.Evidence`, e.g. from the trainer server's
+`get_rollout_evidence`), never how the scene was made.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field, field_validator
 
 from agent.llm import ROLE_CRITIC, ImageBlock, LLMBackend, TokenLedger, ask_structured
-from agent.roles.prompt_files import render_prompt
 from memory_store.schema import Diagnosis
 from memory_store.schema import Evidence as RecordEvidence
+from prompts import render_prompt
 from sim.constants import DIAGNOSIS_FACTORS, PHASES
-from sim.evidence.models import SPATIAL_EVENTS, Event, Evidence
-from sim.evidence.ranges import TrainingRanges
-from sim.evidence.timeline import build_evidence
-from sim.robot import FINGER_OPEN
-from sim.trace import Trace
+from sim.evidence.models import GRIPPER_OPENING, SPATIAL_EVENTS, Event, Evidence
 
 FactorName = Literal["task", "spatial", "attribute", "execution"]
 PhaseName = Literal["approach", "grasp", "lift", "transport", "place", "release", "open", "close", "other"]
 assert set(FactorName.__args__) == set(DIAGNOSIS_FACTORS) and set(PhaseName.__args__) == set(PHASES)  # noqa: S101
 
-GRIPPER_OPENING = 2 * FINGER_OPEN
 NEIGHBOUR_GAP = 0.02
 """a grasp-side neighbour closer than this (metres) blocks a finger"""
 EVENT_PHASE = {"released_off_target": "place"}
@@ -61,21 +56,11 @@ class CriticDiagnosis(BaseModel):
                          factor=self.factor, phase=self.phase, cause=self.cause, evidence=evidence)
 
 
-@dataclass
-class CriticContext:
-    """What the critic may know besides the rollout: what training covered."""
-
-    ranges: TrainingRanges = field(default_factory=TrainingRanges.default)
-    rollout_id: str = ""
-
-
 class Critic(Protocol):
-    def diagnose(self, trace: Trace, evidence: Evidence | None = None,
-                 context: CriticContext | None = None) -> CriticDiagnosis: ...
+    def diagnose(self, evidence: Evidence) -> CriticDiagnosis: ...
 
 
-def _evidence(trace: Trace, evidence: Evidence | None, context: CriticContext, render: bool = False) -> Evidence:
-    ev = evidence or build_evidence(trace, ranges=context.ranges, render=render, rollout_id=context.rollout_id)
+def _failed(ev: Evidence) -> Evidence:
     if ev.success:
         raise ValueError("the rollout succeeded; the critic diagnoses failed rollouts only")
     return ev
@@ -87,9 +72,8 @@ def _evidence(trace: Trace, evidence: Evidence | None, context: CriticContext, r
 class OfflineCritic:
     """Rule-based diagnosis from rollout evidence and scene factors."""
 
-    def diagnose(self, trace: Trace, evidence: Evidence | None = None,
-                 context: CriticContext | None = None) -> CriticDiagnosis:
-        ev = _evidence(trace, evidence, context or CriticContext())
+    def diagnose(self, evidence: Evidence) -> CriticDiagnosis:
+        ev = _failed(evidence)
         for rule in (task_rule, attribute_rule, spatial_rule):
             found = rule(ev)
             if found is not None:
@@ -256,9 +240,9 @@ class LLMCritic:
         self.backend, self.ledger = backend, ledger
         self.max_attempts, self.images, self.temperature = max_attempts, images, temperature
 
-    def diagnose(self, trace: Trace, evidence: Evidence | None = None,
-                 context: CriticContext | None = None) -> CriticDiagnosis:
-        ev = _evidence(trace, evidence, context or CriticContext(), render=self.images)
+    def diagnose(self, evidence: Evidence) -> CriticDiagnosis:
+        """Keyframes go to the model when `images` is set and the evidence has them (`build_evidence(render=True)`)."""
+        ev = _failed(evidence)
         prompt: list = [ev.to_prompt_text()]
         if self.images:
             prompt += [ImageBlock.from_bytes(k.png) for k in ev.keyframes if k.png]

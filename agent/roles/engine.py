@@ -1,31 +1,32 @@
 """Data engine G: writes scene programs (Python source against the SDK) and their variants.
 
-`OfflineEngine` is a programmatic writer: seed programs from the family samplers (`to_program(sample_spec(...))`),
-variants along ONE scene factor through the operators of `agent.roles.variations`, targeted and control batches
-for a difficulty mode, and stored generation programs applied to new scenes by role binding.
+`OfflineEngine` is a programmatic writer: seed programs from the family samplers, variants along ONE scene factor
+through the variation operators (`sim.engine.variations`), targeted and control batches for a difficulty mode, and
+stored generation programs applied to new scenes by role binding.
 `LLMEngine` writes programs with a language model from the SDK reference (`prompts/engine.md`), the mode and
 retrieved programs, and repairs them from the verifier's violations.
+
+Both reach the simulator only through the sim and verifier servers (`hub`, set by `Roles.connect`): the sim
+server's `sample_programs`, `vary_scene`, `scene_program`, `scene_objects` and `program_reference`, and the
+verifier's `verify_program`.
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 from pydantic import BaseModel
 
-from agent.roles.variations import OPERATORS, VariationError, movable_distractors
 from memory_store.programs import bind_roles
 from memory_store.schema import GenerationProgram
-from sim import assets
-from sim.families import sample_spec
-from sim.planner import order_subgoals
-from sim.scene import SceneSplit, to_program
+from sim.constants import SCENE_FACTOR_OF
 from sim.spec import SceneSpec
 
-SCENE_FACTOR = {"task": "task", "spatial": "layout", "attribute": "attributes", "execution": "layout"}
+if TYPE_CHECKING:
+    from agent.hub import Hub
+
+SCENE_FACTOR = SCENE_FACTOR_OF
 """diagnosis factor δ → the scene factor a targeted batch varies (execution faults recur under new poses)"""
 CONTROL_FACTOR = {"task": "layout", "layout": "attributes", "attributes": "layout"}
 """scene factor → the different factor a control batch varies"""
@@ -59,36 +60,22 @@ class EngineProgram(BaseModel):
 
 
 class Engine(Protocol):
-    def seed_programs(self, family: str, n: int, start_seed: int = 0, split: SceneSplit | None = None
-                      ) -> list[EngineProgram]: ...
+    def seed_programs(self, family: str, n: int, start_seed: int = 0, split: str = "train") -> list[EngineProgram]: ...
 
     def variants(self, spec: SceneSpec, factor: str, n: int, seed: int = 0, phase: str | None = None,
                  cause: str = "", roles: dict[str, str] | None = None) -> list[EngineProgram]: ...
 
 
-def default_roles(spec: SceneSpec) -> dict[str, str]:
-    """target (the first goal's object), dest (its destination), obstacle (a movable distractor)."""
-    goals = order_subgoals(spec.task.success)
-    roles: dict[str, str] = {}
-    if goals:
-        roles["target"] = goals[0].args[0]
-        if len(goals[0].args) > 1:
-            roles["dest"] = goals[0].args[1]
-    movers = movable_distractors(spec, exclude=tuple(roles.values()))
-    if movers:
-        roles["obstacle"] = movers[0]
-    return roles
+def sim_call(hub: Hub | None, server: str, tool: str, **args) -> Any:
+    """A tool of the sim or verifier server; the roles reach the simulator only this way."""
+    if hub is None:
+        raise RuntimeError(f"the data engine calls {server}.{tool}: connect the roles to the servers first "
+                           "(Roles.connect(hub))")
+    return hub.call(server, tool, args).data
 
 
-def apply_operator(name: str, factor: str, spec: SceneSpec, rng, roles: dict[str, str]) -> SceneSpec:
-    fn = OPERATORS[factor][name]
-    params = inspect.signature(fn).parameters
-    kwargs = {k: v for k, v in roles.items() if k in params}
-    missing = [p for p, v in params.items() if v.default is inspect.Parameter.empty and p not in ("spec", "rng")
-               and p not in kwargs and v.kind is not inspect.Parameter.VAR_KEYWORD]
-    if missing:
-        raise VariationError(f"operator {name} needs {missing}, the scene has no such role")
-    return fn(spec, rng, **kwargs)
+def spec_json(spec: SceneSpec) -> dict:
+    return spec.model_dump(mode="json")
 
 
 def operators_for(factor: str, phase: str | None) -> tuple[str, ...]:
@@ -97,51 +84,42 @@ def operators_for(factor: str, phase: str | None) -> tuple[str, ...]:
     return TARGETED.get((factor, phase or ""), ("resample",))
 
 
-def program_of(spec: SceneSpec, batch: str, parent: SceneSpec | None = None,
+def program_of(made: dict, batch: str, parent: str | None = None,
                binding: dict[str, str] | None = None) -> EngineProgram:
-    return EngineProgram(source=to_program(spec), seed=spec.seed, family=spec.family, batch=batch,
-                         factor=spec.meta.get("varied"), operator=spec.meta.get("operator"),
-                         parent=parent.spec_hash() if parent else None, spec_hash=spec.spec_hash(), binding=binding)
+    """An `EngineProgram` from a sim tool's scene program (`sim.engine.programs.SceneProgram` as JSON); `parent` is
+    the parent scene's spec hash."""
+    return EngineProgram(source=made["source"], seed=made["seed"], family=made["family"], batch=batch,
+                         factor=made.get("factor"), operator=made.get("operator"), parent=parent,
+                         spec_hash=made["spec_hash"], binding=binding)
 
 
 @dataclass
 class OfflineEngine:
-    """Programmatic scene programs: family templates and one-factor variation operators."""
+    """Programmatic scene programs: family templates and one-factor variation operators (through the sim server)."""
 
     max_tries: int = 4
     """draws per variant before an operator gives up on a scene"""
     verify: bool = False
-    """pre-check each variant with `sim.verify.verify_spec` and redraw failures (a programmatic repair loop)"""
+    """pre-check each variant with the verifier and redraw failures (a programmatic repair loop)"""
     log: list[str] = field(default_factory=list)
+    hub: Hub | None = None
+    """the MCP hub of the sim and verifier servers (`Roles.connect`)"""
+    _operators: dict[str, list[str]] | None = field(default=None, init=False, repr=False)
 
-    def seed_programs(self, family: str, n: int, start_seed: int = 0, split: SceneSplit | None = None
-                      ) -> list[EngineProgram]:
-        return [program_of(sample_spec(family, s, split), "seed") for s in range(start_seed, start_seed + n)]
+    def seed_programs(self, family: str, n: int, start_seed: int = 0, split: str = "train") -> list[EngineProgram]:
+        made = sim_call(self.hub, "sim", "sample_programs", family=family, n=n, start_seed=start_seed, split=split)
+        return [program_of(m, "seed") for m in made]
 
     def variants(self, spec: SceneSpec, factor: str, n: int, seed: int = 0, phase: str | None = None,
                  cause: str = "", roles: dict[str, str] | None = None, batch: str = "targeted",
                  operators: tuple[str, ...] | None = None) -> list[EngineProgram]:
         """`n` variants of `spec` that differ from it only in scene factor `factor`."""
-        roles = {**default_roles(spec), **(roles or {})}
         ops = operators or operators_for(factor, phase)
-        out = []
-        for i in range(n):
-            new = self._one(spec, factor, ops, roles, np.random.default_rng([seed, i]))
-            if new is not None:
-                out.append(program_of(new, batch, parent=spec, binding=roles))
-        return out
-
-    def _one(self, spec, factor, ops, roles, rng) -> SceneSpec | None:
-        for name in ops:
-            for _ in range(self.max_tries):
-                try:
-                    new = apply_operator(name, factor, spec, rng, roles)
-                except VariationError as exc:  # this draw or this scene does not allow it: redraw, then next op
-                    self.log.append(f"{name}: {exc}")
-                    continue
-                if not self.verify or _verified(new):
-                    return new
-        return None
+        made = sim_call(self.hub, "sim", "vary_scene", spec=spec_json(spec), factor=factor, n=n, seed=seed,
+                        operators=list(ops), roles=dict(roles or {}), max_tries=self.max_tries, verify=self.verify)
+        self.log += made["log"]
+        parent = spec.spec_hash()
+        return [program_of(m, batch, parent=parent, binding=made["roles"]) for m in made["programs"]]
 
     def batches(self, spec: SceneSpec, diagnosis_factor: str, phase: str, n: int, seed: int = 0
                 ) -> tuple[list[EngineProgram], list[EngineProgram]]:
@@ -157,7 +135,7 @@ class OfflineEngine:
     def apply_generation_program(self, program: GenerationProgram, spec: SceneSpec, n: int, seed: int = 0,
                                  phase: str | None = None) -> list[EngineProgram]:
         """Recreate a stored difficulty in a new scene: bind the program's roles, vary its factor."""
-        bindings = bind_roles(program.roles, program.required_relations, scene_objects(spec))
+        bindings = bind_roles(program.roles, program.required_relations, self.scene_objects(spec))
         out = []
         for j, binding in enumerate(bindings):
             other = binding.get("occluder") or binding.get("distractor")
@@ -169,22 +147,26 @@ class OfflineEngine:
             out += [p.model_copy(update={"binding": binding}) for p in made]
         return out
 
+    def domain_randomized(self, spec: SceneSpec, rng, ranges: dict, batch: str = "domain_rand") -> EngineProgram:
+        """`spec` with a resampled layout and every object's attributes drawn from `ranges` (the sim server's
+        `domain_randomize_scene`). `rng` (a numpy Generator) advances exactly as if the draws were made here."""
+        made = sim_call(self.hub, "sim", "domain_randomize_scene", spec=spec_json(spec), ranges=ranges,
+                        rng_state=rng.bit_generator.state)
+        rng.bit_generator.state = made["rng_state"]
+        return program_of(made["program"], batch, parent=spec.spec_hash())
 
-def _verified(spec: SceneSpec) -> bool:
-    from sim.verify import verify_spec
+    def operators(self, factor: str) -> list[str]:
+        """Names of the variation operators of a scene factor, in their fixed order."""
+        if self._operators is None:
+            self._operators = sim_call(self.hub, "sim", "variation_operators")
+        return list(self._operators[factor])
 
-    return verify_spec(spec).passed
+    def scene_objects(self, spec: SceneSpec) -> list[dict]:
+        """Objects as role-binding candidates: name, role, category and the category's tags and kinds."""
+        return sim_call(self.hub, "sim", "scene_objects", spec=spec_json(spec))
 
-
-def scene_objects(spec: SceneSpec) -> list[dict]:
-    """Objects as role-binding candidates: name, role, category and the category's tags and kinds."""
-    out = []
-    for o in spec.task.objects:
-        c = assets.get_category(o.category)
-        kinds = [k for k, on in (("container", c.container), ("surface", c.surface), ("graspable", c.graspable),
-                                 ("articulated", c.articulated)) if on]
-        out.append({"name": o.name, "role": o.role, "category": o.category, "tags": [*c.tags, *kinds]})
-    return out
+    def connect(self, hub: Hub) -> None:
+        self.hub = hub
 
 
 # --- LLM backend --------------------------------------------------------------------------------------
@@ -206,27 +188,16 @@ class WriteRequest:
     batch: str = "targeted"
 
 
-def sdk_reference() -> dict[str, str]:
-    """Placeholders of prompts/engine.md: category listing and example programs."""
-    from pathlib import Path
-
-    cats = []
-    for c in assets.categories().values():
-        kinds = [k for k, on in (("graspable", c.graspable), ("container", c.container), ("surface", c.surface),
-                                 ("articulated", c.articulated)) if on]
-        cats.append(f"{c.name} ({', '.join(kinds) or 'static'}; {c.split}; mass {c.mass_range[0]:g}-"
-                    f"{c.mass_range[1]:g} kg)")
-    root = Path(__file__).resolve().parents[2] / "examples" / "scenes"
-    examples = [f"# {p.name}\n{p.read_text()}" for p in sorted(root.glob("*.py")) if not p.name.startswith("fault")]
-    return {"categories": "; ".join(cats), "examples": "\n\n".join(examples)}
+def sdk_reference(hub: Hub | None) -> dict[str, str]:
+    """Placeholders of prompts/engine.md: category listing and example programs (the sim server's
+    `program_reference`)."""
+    return sim_call(hub, "sim", "program_reference")
 
 
-def verifier_errors(source: str, seed: int) -> list[str]:
+def verifier_errors(hub: Hub | None, source: str, seed: int) -> list[str]:
     """The verifier's violations of a program, as repair instructions."""
-    from sim.verify import verify_program
-
-    report = verify_program(source, seed)
-    return [f"{c.name}: {c.message}" for c in report.violations()]
+    report = sim_call(hub, "verifier", "verify_program", source=source, seed=seed)
+    return [f"{c['name']}: {c['message']}" for c in report["checks"] if not c["passed"]]
 
 
 class LLMEngine:
@@ -236,18 +207,24 @@ class LLMEngine:
         self.backend, self.ledger, self.max_attempts, self.temperature = backend, ledger, max_attempts, temperature
         self.offline = OfflineEngine()
 
-    def seed_programs(self, family: str, n: int, start_seed: int = 0, split: SceneSplit | None = None
-                      ) -> list[EngineProgram]:
+    @property
+    def hub(self) -> Hub | None:
+        return self.offline.hub
+
+    def connect(self, hub: Hub) -> None:
+        self.offline.connect(hub)
+
+    def seed_programs(self, family: str, n: int, start_seed: int = 0, split: str = "train") -> list[EngineProgram]:
         """Seed scenes come from the family samplers, as for the offline engine."""
         return self.offline.seed_programs(family, n, start_seed, split)
 
     def write(self, request: WriteRequest) -> EngineProgram:
         from agent.llm import ROLE_ENGINE, ask_code
-        from agent.roles.prompt_files import render_prompt
+        from prompts import render_prompt
 
-        system = render_prompt("engine", **sdk_reference())
+        system = render_prompt("engine", **sdk_reference(self.hub))
         source = ask_code(self.backend, system=system, prompt=_write_prompt(request), role=ROLE_ENGINE,
-                          ledger=self.ledger, check=lambda code: verifier_errors(code, request.seed),
+                          ledger=self.ledger, check=lambda code: verifier_errors(self.hub, code, request.seed),
                           max_attempts=self.max_attempts, temperature=self.temperature)
         return EngineProgram(source=source, seed=request.seed, family=request.family, batch=request.batch,
                              factor=request.factor, operator="llm")
@@ -256,7 +233,7 @@ class LLMEngine:
                  cause: str = "", roles: dict[str, str] | None = None, batch: str = "targeted"
                  ) -> list[EngineProgram]:
         mode = f"vary the {factor} factor" + (f" to recreate a {phase}-phase difficulty: {cause}" if phase else "")
-        parent = to_program(spec)
+        parent = sim_call(self.hub, "sim", "scene_program", spec=spec_json(spec))["source"]
         return [self.write(WriteRequest(family=spec.family, mode=mode, factor=factor, parent_program=parent,
                                         seed=spec.seed + i, batch=batch)).model_copy(
                     update={"parent": spec.spec_hash()}) for i in range(n)]

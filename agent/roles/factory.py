@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.choices import ROLE_BACKENDS
 from agent.llm import TokenLedger, make_backend
 from agent.roles.compiler import Compiler, LLMCompiler, OfflineCompiler
 from agent.roles.critic import Critic, LLMCritic, OfflineCritic
 from agent.roles.engine import LLMEngine, OfflineEngine
 
-ROLE_BACKENDS = ("offline", "anthropic", "openai")
 
 
 @dataclass
@@ -19,6 +19,13 @@ class Roles:
     compiler: Compiler
     ledger: TokenLedger
     backend: str
+
+    def connect(self, hub) -> Roles:
+        """Give the roles the MCP hub of the servers: whatever they need of the simulator goes through its tools."""
+        for role in (self.engine, self.critic, self.compiler):
+            if hasattr(role, "connect"):
+                role.connect(hub)
+        return self
 
 
 def make_roles(backend: str = "offline", model: str | None = None, base_url: str | None = None,

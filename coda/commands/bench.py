@@ -16,7 +16,7 @@ BENCHES = {
     "rollouts": "policy.bench_rollouts",
     "round": "policy.bench_round",
     "mcp": "servers.bench",
-    "critic": "agent.roles.bench",
+    "critic": "agent.bench",
     "sandbox": "sim.sandbox.bench",
 }
 

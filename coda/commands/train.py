@@ -80,7 +80,7 @@ def scene_potentials(specs, kind: str) -> dict | None:
         return None
     if kind == "zero":
         return {s.spec_hash(): (lambda initial_bottom, states: [0.0] * len(states)) for s in specs}
-    from agent.roles.potential_templates import write_program
+    from sim.engine.potential_templates import write_program
     from policy.rollout import planner_demos
     from sim.potential import check_program, episode, state_potential
 

@@ -1,6 +1,6 @@
 """Execution faults planted into planner rollouts at a known phase (for the labelled critic benchmark).
 
-Each fault is an `ActionPerturbation` for `agent.roles.rollouts.RecordingEnv`: it watches the state, and once its
+Each fault is an `ActionPerturbation` for `sim.trace.RecordingEnv`: it watches the state, and once its
 trigger fires it overrides the gripper command or biases the target pose the planner reads back (so the
 planner's own closed loop carries the gripper off by a fixed offset).
 """

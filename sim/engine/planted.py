@@ -25,18 +25,21 @@ from functools import reduce
 from operator import and_
 
 import numpy as np
+from pydantic import BaseModel, Field
 
-from agent.roles import perturb as P
-from agent.roles.rollouts import RecordingEnv, planner_trace
-from agent.roles.straight import straight_pick_place
-from agent.roles.variations import VariationError, is_free, radius, with_attributes
 from sim import assets
+from sim.engine import perturb as P
+from sim.engine.variations import VariationError, is_free, radius, with_attributes
 from sim.env import CodaEnv
+from sim.evidence.models import Evidence
+from sim.evidence.ranges import TrainingRanges
+from sim.evidence.timeline import build_evidence
 from sim.families import get_family, sample_spec
+from sim.motion import straight_pick_place
 from sim.predicates import grasped, inside, on, open_fraction, stacked
 from sim.scene import SceneSplit
 from sim.spec import ObjectAttributes, Placement, SceneSpec, TaskObject
-from sim.trace import Trace
+from sim.trace import RecordingEnv, Trace, planner_trace
 from sim.verify import verify_spec
 
 RIGID_KINDS = ("heavy", "oversize", "occluder", "transport_block", "misread", "premature_close", "lift_drop",
@@ -65,7 +68,7 @@ class Planted:
     check_spec: SceneSpec | None = None
     """the scene without the difficulty, which the policy must solve (default: the unperturbed seed scene)"""
     controller: str = "planner"
-    """'planner' (the scripted planner) or 'straight' (low straight carrying, `agent.roles.straight`)"""
+    """'planner' (the scripted planner) or 'straight' (low straight carrying, `sim.motion.straight_pick_place`)"""
 
 
 @dataclass
@@ -314,17 +317,65 @@ def attempt(family: str, seed: int, kind: str) -> LabelledRollout | None:
     return LabelledRollout(trace, family, seed, kind, planted.factor, planted.phase, info)
 
 
-def generate(n: int, seed: int = 0, families=("pick_place", "stack", "articulated", "prep"),
-             max_tries: int | None = None) -> Iterator[LabelledRollout]:
-    """Up to `n` failed labelled rollouts, kinds in rotation over the families (deterministic in `seed`)."""
+def attempts(seed: int = 0, families=("pick_place", "stack", "articulated", "prep"), start: int = 0
+             ) -> Iterator[tuple[int, LabelledRollout | None]]:
+    """(try index, planted rollout or None) from try `start` on, kinds in rotation over the families."""
     plan = [(f, k) for f in families for k in (RIGID_KINDS if f != "articulated" else ART_KINDS)]
-    made, tries = 0, 0
-    limit = max_tries or 8 * n + 40
-    while made < n and tries < limit:
+    tries = start
+    while True:
         family, kind = plan[tries % len(plan)]
         s = seed * 100_003 + tries
         tries += 1
-        out = attempt(family, s, kind)
-        if out is not None:
-            made += 1
-            yield out
+        yield tries, attempt(family, s, kind)
+
+
+def generate(n: int, seed: int = 0, families=("pick_place", "stack", "articulated", "prep"),
+             max_tries: int | None = None) -> Iterator[LabelledRollout]:
+    """Up to `n` failed labelled rollouts, kinds in rotation over the families (deterministic in `seed`)."""
+    limit = max_tries or 8 * n + 40
+    yield from page(n, seed, families, 0, limit)[0]
+
+
+def page(n: int, seed: int, families, start: int, stop: int) -> tuple[list[LabelledRollout], int]:
+    """Up to `n` failed labelled rollouts from try `start` up to try `stop` (exclusive), and the try index where
+    the page ended (the next page's `start`)."""
+    out: list[LabelledRollout] = []
+    tries = start
+    if n <= 0 or start >= stop:
+        return out, tries
+    for tries, item in attempts(seed, families, start):
+        if item is not None:
+            out.append(item)
+        if len(out) >= n or tries >= stop:
+            break
+    return out, tries
+
+
+# --- as evidence (what the sim server's plant_failures tool returns) -------------------------------------------
+
+
+class PlantedFailure(BaseModel):
+    """One failed rollout with a planted difficulty: its true label and the evidence the critic reads."""
+
+    family: str
+    seed: int = Field(description="family-sampler seed of the base scene")
+    kind: str = Field(description="the planted difficulty (see sim.engine.planted.KINDS)")
+    factor: str = Field(description="true diagnosis factor δ")
+    phase: str = Field(description="true phase")
+    fired_step: int | None = Field(None, description="control step where an execution fault fired")
+    evidence: Evidence
+
+
+class PlantedPage(BaseModel):
+    failures: list[PlantedFailure]
+    next_start: int = Field(description="try index to continue from (pass it as `start`)")
+
+
+def planted_page(n: int, seed: int, families, start: int, stop: int) -> PlantedPage:
+    """`page` as evidence: each failed rollout's `build_evidence` with the default training ranges."""
+    items, next_start = page(n, seed, families, start, stop)
+    failures = [PlantedFailure(family=it.family, seed=it.seed, kind=it.kind, factor=it.factor, phase=it.phase,
+                               fired_step=it.info.get("fired_step"),
+                               evidence=build_evidence(it.trace, ranges=TrainingRanges.default()))
+                for it in items]
+    return PlantedPage(failures=failures, next_start=next_start)

@@ -2,12 +2,15 @@
 
 Operators take a spec, a numpy generator and the objects they act on (role-bound names), and return a new spec
 that differs from the input only in their factor — or raise `VariationError` when the scene offers no way to
-apply them (no distractor to move, no room...). `OPERATORS[factor]` lists them by name; the data engine emits
-the results as scene programs with `sim.scene.to_program`.
+apply them (no distractor to move, no room...). `OPERATORS[factor]` lists them by name; `vary` draws variants with
+a list of operators tried in order (the data engine's batches), `domain_randomize` redraws every object's attributes
+from wide ranges (the domain-randomization baseline). The sim server emits the results as scene programs
+(`sim.engine.programs`).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -286,3 +289,107 @@ OPERATORS = {
                    "stiffer_joint": stiffer_joint, "resample": resample_attributes},
 }
 """factor -> operator name -> function(spec, rng, **role-bound objects)"""
+
+
+# --- drawing variants ---------------------------------------------------------------------------------
+
+
+def default_roles(spec: SceneSpec) -> dict[str, str]:
+    """target (the first goal's object), dest (its destination), obstacle (a movable distractor)."""
+    from sim.planner import order_subgoals
+
+    goals = order_subgoals(spec.task.success)
+    roles: dict[str, str] = {}
+    if goals:
+        roles["target"] = goals[0].args[0]
+        if len(goals[0].args) > 1:
+            roles["dest"] = goals[0].args[1]
+    movers = movable_distractors(spec, exclude=tuple(roles.values()))
+    if movers:
+        roles["obstacle"] = movers[0]
+    return roles
+
+
+def apply_operator(name: str, factor: str, spec: SceneSpec, rng, roles: dict[str, str]) -> SceneSpec:
+    """`OPERATORS[factor][name]` with the role-bound objects it takes."""
+    fn = OPERATORS[factor][name]
+    params = inspect.signature(fn).parameters
+    kwargs = {k: v for k, v in roles.items() if k in params}
+    missing = [p for p, v in params.items() if v.default is inspect.Parameter.empty and p not in ("spec", "rng")
+               and p not in kwargs and v.kind is not inspect.Parameter.VAR_KEYWORD]
+    if missing:
+        raise VariationError(f"operator {name} needs {missing}, the scene has no such role")
+    return fn(spec, rng, **kwargs)
+
+
+def vary(spec: SceneSpec, factor: str, n: int, seed: int, operators: tuple[str, ...], roles: dict[str, str],
+         max_tries: int = 4, verify: bool = False, log: list[str] | None = None) -> list[SceneSpec]:
+    """Up to `n` variants of `spec` along `factor`: variant i draws from `default_rng([seed, i])`, trying each
+    operator in order up to `max_tries` times (with `verify`, a draw that fails `sim.verify.verify_spec` is drawn
+    again). Why a draw did not apply is appended to `log`."""
+    out = []
+    for i in range(n):
+        new = _one(spec, factor, operators, roles, np.random.default_rng([seed, i]), max_tries, verify, log)
+        if new is not None:
+            out.append(new)
+    return out
+
+
+def _one(spec, factor, ops, roles, rng, max_tries, verify, log) -> SceneSpec | None:
+    for name in ops:
+        for _ in range(max_tries):
+            try:
+                new = apply_operator(name, factor, spec, rng, roles)
+            except VariationError as exc:  # this draw or this scene does not allow it: redraw, then next op
+                if log is not None:
+                    log.append(f"{name}: {exc}")
+                continue
+            if not verify or _verified(new):
+                return new
+    return None
+
+
+def _verified(spec: SceneSpec) -> bool:
+    from sim.verify import verify_spec
+
+    return verify_spec(spec).passed
+
+
+def scene_objects(spec: SceneSpec) -> list[dict]:
+    """Objects as role-binding candidates: name, role, category and the category's tags and kinds."""
+    out = []
+    for o in spec.task.objects:
+        c = assets.get_category(o.category)
+        kinds = [k for k, on in (("container", c.container), ("surface", c.surface), ("graspable", c.graspable),
+                                 ("articulated", c.articulated)) if on]
+        out.append({"name": o.name, "role": o.role, "category": o.category, "tags": [*c.tags, *kinds]})
+    return out
+
+
+# --- domain randomization -------------------------------------------------------------------------------
+
+
+def domain_randomize(spec: SceneSpec, rng: np.random.Generator, ranges: dict) -> SceneSpec:
+    """`spec` with a resampled layout and every object's mass, friction, scale (and joint damping) drawn from
+    `ranges` (mass and damping: factors of the category's range and the joint's damping; scale: a factor of the
+    instance's; friction: absolute). The result may fail verification (e.g. grown objects touching)."""
+    try:
+        spec = resample(spec, "layout", rng)
+    except ValueError:  # this draw does not fit on the table: keep the family sampler's layout
+        pass
+    objs = []
+    for a in spec.attributes.objects:
+        asset = assets.get_asset(a.asset)
+        cat = assets.get_category(asset.category)
+        upd: dict = {"friction": round(float(rng.uniform(*ranges["friction"])), 4)}
+        if isinstance(asset, ArticulatedAsset):
+            base = a.damping if a.damping is not None else asset.damping
+            upd["damping"] = round(base * float(rng.uniform(*ranges["damping"])), 4)
+        else:
+            lo, hi = cat.mass_range[0] * ranges["mass"][0], cat.mass_range[1] * ranges["mass"][1]
+            upd["mass"] = round(math.exp(rng.uniform(math.log(lo), math.log(hi))), 4)
+            upd["scale"] = round(a.scale * float(rng.uniform(*ranges["scale"])), 3)
+        objs.append(a.model_copy(update=upd))
+    meta = {**spec.meta, "varied": "domain_rand", "operator": "domain_rand"}
+    return spec.model_copy(update={"attributes": spec.attributes.model_copy(update={"objects": tuple(objs)}),
+                                   "meta": meta})

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from sim.robot import FINGER_OPEN
+
 EventKind = Literal[
     "first_grasp",
     "premature_contact",
@@ -37,6 +39,8 @@ FAILURE_EVENTS = (
 )
 """events that end or spoil an attempt at the current goal"""
 SPATIAL_EVENTS = ("collision", "displaced", "knocked_over")
+GRIPPER_OPENING = 2 * FINGER_OPEN
+"""gap between the open fingers (metres): an object wider than this across them cannot be grasped"""
 
 
 class PhaseSpan(BaseModel):

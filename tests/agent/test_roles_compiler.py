@@ -7,9 +7,10 @@ import pytest
 from agent.roles import compiler as C
 from agent.roles.compiler import CompileError, CompileRequest, OfflineCompiler, learning_tool_for
 from agent.roles.critic import CriticDiagnosis, OfflineCritic
-from agent.roles.planted import attempt
-from agent.roles.rollouts import planner_trace
 from memory_store.schema import TrainingProgram
+from sim.engine.planted import attempt
+from sim.evidence.timeline import build_evidence
+from sim.trace import planner_trace
 
 FAULT = {"pick_place": "lift_drop", "stack": "transport_drop", "prep": "place_offset", "articulated": "handle_release"}
 
@@ -26,10 +27,10 @@ def failed_and_demo(family: str):
 
 
 @pytest.mark.parametrize("family", ["pick_place", "stack", "articulated", "prep"])
-def test_offline_programs_pass_all_checks(family):
+def test_offline_programs_pass_all_checks(family, hub):
     item, demo = failed_and_demo(family)
-    diagnosis = OfflineCritic().diagnose(item.trace)
-    out = OfflineCompiler().compile(CompileRequest(diagnosis, item.trace.spec, rollouts=[item.trace], demos=[demo]))
+    diagnosis = OfflineCritic().diagnose(build_evidence(item.trace))
+    out = OfflineCompiler(hub).compile(CompileRequest(diagnosis, item.trace.spec, rollouts=[item.trace], demos=[demo]))
     r = out.report
     assert r.ok and not r.errors and out.attempts >= 1
     assert r.rank_correlation[0] >= 0.5 and r.ms_per_state < 1.0 and r.states_checked > item.trace.steps
@@ -43,43 +44,43 @@ def test_offline_programs_pass_all_checks(family):
     ("phase", "cause_obj", "refined"),
     [("approach", True, "hover above"), ("transport", True, "raise the"), ("lift", False, None)],
 )
-def test_phase_and_cause_shape_the_decomposition(phase, cause_obj, refined):
+def test_phase_and_cause_shape_the_decomposition(phase, cause_obj, refined, hub):
     item, demo = failed_and_demo("pick_place")
     spec = item.trace.spec
     others = [o.name for o in spec.task.objects if o.role == "distractor"]
     named = others[0] if others and cause_obj else spec.task.with_role("target")[0].name
     d = CriticDiagnosis(factor="spatial", phase=phase, cause=f"the gripper hit the {named} on the way, 1.0 cm away")
-    out = OfflineCompiler().compile(CompileRequest(d, spec, rollouts=[item.trace], demos=[demo]))
+    out = OfflineCompiler(hub).compile(CompileRequest(d, spec, rollouts=[item.trace], demos=[demo]))
     assert out.report.ok
     if refined and others:
         assert out.attempts == 1 and any(s.startswith(refined) for s in out.subgoals), out.subgoals
 
 
-def test_failed_checks_fall_back_to_simpler_templates(monkeypatch):
+def test_failed_checks_fall_back_to_simpler_templates(monkeypatch, hub):
     item, demo = failed_and_demo("stack")
-    real = C.write_program
+    real = C.sim_call
 
-    def broken_first(spec, **kw):
-        src = real(spec, **kw)
+    def broken_first(h, server, tool, **kw):
+        src = real(h, server, tool, **kw)
         return src.replace("return clip01(", "return 2.0 + clip01(", 1) if kw["level"] == 2 else src
 
-    monkeypatch.setattr(C, "write_program", broken_first)
-    d = OfflineCritic().diagnose(item.trace)
-    out = OfflineCompiler().compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[demo]))
+    monkeypatch.setattr(C, "sim_call", broken_first)
+    d = OfflineCritic().diagnose(build_evidence(item.trace))
+    out = OfflineCompiler(hub).compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[demo]))
     assert out.report.ok and out.attempts == 2
     assert "potentials must lie in [0, 1]" in out.attempt_errors[0][0]
 
-    monkeypatch.setattr(C, "write_program", lambda spec, **kw: "SUBGOALS = []\n")
+    monkeypatch.setattr(C, "sim_call", lambda h, server, tool, **kw: "SUBGOALS = []\n")
     with pytest.raises(CompileError, match="3 attempts") as info:
-        OfflineCompiler().compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[demo]))
+        OfflineCompiler(hub).compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[demo]))
     assert len(info.value.errors) == 3
 
 
-def test_a_demonstration_is_required():
+def test_a_demonstration_is_required(hub):
     item, _ = failed_and_demo("pick_place")
-    d = OfflineCritic().diagnose(item.trace)
+    d = OfflineCritic().diagnose(build_evidence(item.trace))
     with pytest.raises(ValueError, match="successful demonstration"):
-        OfflineCompiler().compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[item.trace]))
+        OfflineCompiler(hub).compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[item.trace]))
 
 
 @pytest.mark.parametrize(

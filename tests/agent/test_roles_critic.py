@@ -6,12 +6,13 @@ import argparse
 
 import pytest
 
-from agent.roles import bench
+from agent import bench
 from agent.roles.critic import CriticDiagnosis, OfflineCritic
-from agent.roles.planted import attempt
-from agent.roles.rollouts import planner_trace
 from memory_store.schema import Diagnosis
+from sim.engine.planted import attempt
+from sim.evidence.timeline import build_evidence
 from sim.families import sample_spec
+from sim.trace import planner_trace
 
 
 def planted(family: str, kind: str):
@@ -36,7 +37,7 @@ def planted(family: str, kind: str):
 )
 def test_planted_difficulty_is_diagnosed(family, kind):
     item = planted(family, kind)
-    d = OfflineCritic().diagnose(item.trace)
+    d = OfflineCritic().diagnose(build_evidence(item.trace))
     assert (d.factor, d.phase) == (item.factor, item.phase), d.cause
     names = item.trace.spec.object_names()
     assert any(n in d.cause for n in names) and any(ch.isdigit() for ch in d.cause), d.cause
@@ -47,18 +48,18 @@ def test_rules_ignore_how_the_scene_was_made():
     bare = item.trace
     bare.meta = {}
     bare.spec = bare.spec.model_copy(update={"meta": {}})
-    assert OfflineCritic().diagnose(bare) == OfflineCritic().diagnose(item.trace)
+    assert OfflineCritic().diagnose(build_evidence(bare)) == OfflineCritic().diagnose(build_evidence(item.trace))
 
 
 def test_successful_rollouts_are_refused():
     _, trace = planner_trace(sample_spec("pick_place", 0))
     with pytest.raises(ValueError, match="succeeded"):
-        OfflineCritic().diagnose(trace)
+        OfflineCritic().diagnose(build_evidence(trace))
 
 
 def test_diagnosis_becomes_a_memory_record():
     item = planted("pick_place", "heavy")
-    d = OfflineCritic().diagnose(item.trace)
+    d = OfflineCritic().diagnose(build_evidence(item.trace))
     record = d.to_record(id="d1", scene_id="s1", rollout_ids=["r1"], keyframe_paths=["k.png"])
     assert isinstance(record, Diagnosis) and record.factor == "attribute" and record.phase == "lift"
     assert record.evidence.step_indices == d.evidence_steps and record.evidence.keyframe_paths == ["k.png"]
@@ -66,8 +67,8 @@ def test_diagnosis_becomes_a_memory_record():
         CriticDiagnosis(factor="luck", phase="lift", cause="the mug was heavy today")
 
 
-def test_labelled_benchmark_small():
-    result = bench.evaluate(24, seed=3)
+def test_labelled_benchmark_small(hub):
+    result = bench.evaluate(24, seed=3, hub=hub)
     assert result["n_failed_rollouts"] == 24
     assert result["factor_accuracy"] >= 0.8 and result["phase_accuracy"] >= 0.7, result["errors"]
     assert sum(result["confusion"].values()) == 24
@@ -82,7 +83,7 @@ def test_bench_entry_point_reports_figures():
 
 
 @pytest.mark.slow
-def test_labelled_benchmark_200():
-    result = bench.evaluate(200, seed=0)
+def test_labelled_benchmark_200(hub):
+    result = bench.evaluate(200, seed=0, hub=hub)
     assert result["n_failed_rollouts"] >= 200
     assert result["factor_accuracy"] >= 0.8 and result["phase_accuracy"] >= 0.7

@@ -1,12 +1,23 @@
-"""Offline data engine: seed programs, one-factor variants, targeted/control batches, role-bound transfer."""
+"""Offline data engine through the sim server: seed programs, one-factor variants, targeted/control batches,
+role-bound transfer, domain randomization."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from agent.roles.engine import CONTROL_FACTOR, SCENE_FACTOR, OfflineEngine, program_of, scene_objects
-from agent.roles.variations import VariationError, crowd_grasp_side, heavier, resample_task
+from agent.methods import DR_RANGES, uniform_variant
+from agent.roles.engine import CONTROL_FACTOR, SCENE_FACTOR, OfflineEngine
 from memory_store.schema import GenerationProgram, Relation
+from sim.engine.programs import program_of
+from sim.engine.variations import (
+    VariationError,
+    crowd_grasp_side,
+    domain_randomize,
+    heavier,
+    resample_task,
+    scene_objects,
+)
 from sim.families import FAMILIES, sample_spec
 from sim.scene import finalize_program
 from sim.spec import SceneSpec
@@ -29,8 +40,8 @@ def rebuilt(program) -> SceneSpec:
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_engine_programs_pass_the_verifier(family):
-    engine = OfflineEngine()
+def test_engine_programs_pass_the_verifier(family, hub):
+    engine = OfflineEngine(hub=hub)
     programs = engine.seed_programs(family, 2, start_seed=700)
     for s in range(2):
         spec = sample_spec(family, 710 + s)
@@ -43,10 +54,10 @@ def test_engine_programs_pass_the_verifier(family):
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 @pytest.mark.parametrize(("diagnosis_factor", "phase"), CASES)
-def test_targeted_variants_change_only_the_named_factor(family, diagnosis_factor, phase):
+def test_targeted_variants_change_only_the_named_factor(family, diagnosis_factor, phase, hub):
     spec = sample_spec(family, 3)
-    parent = rebuilt(program_of(spec, "seed"))  # compare programs with programs (same rounding, no relations)
-    targeted, control = OfflineEngine().batches(spec, diagnosis_factor, phase, 2, seed=1)
+    parent = rebuilt(program_of(spec))  # compare programs with programs (same rounding, no relations)
+    targeted, control = OfflineEngine(hub=hub).batches(spec, diagnosis_factor, phase, 2, seed=1)
     factor = SCENE_FACTOR[diagnosis_factor]
     for program, expected in [(p, factor) for p in targeted] + [(p, CONTROL_FACTOR[factor]) for p in control]:
         variant = rebuilt(program)
@@ -55,9 +66,9 @@ def test_targeted_variants_change_only_the_named_factor(family, diagnosis_factor
     assert targeted, "the engine found no targeted variant"
 
 
-def test_seed_program_rebuilds_its_scene():
+def test_seed_program_rebuilds_its_scene(hub):
     spec = sample_spec("prep", 5)
-    (program,) = OfflineEngine().seed_programs("prep", 1, start_seed=5)
+    (program,) = OfflineEngine(hub=hub).seed_programs("prep", 1, start_seed=5)
     again = rebuilt(program)
     assert program.spec_hash == spec.spec_hash() and program.batch == "seed"
     assert again.task == spec.task and again.attributes == spec.attributes
@@ -67,8 +78,6 @@ def test_seed_program_rebuilds_its_scene():
 
 def test_operators_are_specific():
     spec = sample_spec("pick_place", 11)
-    import numpy as np
-
     rng = np.random.default_rng(0)
     target = spec.task.with_role("target")[0].name
     heavy = heavier(spec, rng, target)
@@ -83,20 +92,46 @@ def test_operators_are_specific():
         crowd_grasp_side(lone, rng, target)
 
 
-def test_generation_program_transfers_by_role_binding():
+def test_generation_program_transfers_by_role_binding(hub):
     program = GenerationProgram(
         id="g1", mode_id="m1", factor="attributes", roles=["target", "receptacle"],
         required_relations=[Relation(predicate="inside", roles=["target", "receptacle"],
                                      requires={"receptacle": ["container"]})])
-    engine = OfflineEngine()
+    engine = OfflineEngine(hub=hub)
     for family, seed in (("pick_place", 0), ("prep", 1)):
         spec = next(s for s in (sample_spec(family, seed + i) for i in range(10))
                     if any("container" in o["tags"] for o in scene_objects(s)))
         made = engine.apply_generation_program(program, spec, 3, phase="lift")
         assert made and all(p.binding and p.binding["receptacle"] in spec.object_names() for p in made)
-        parent = rebuilt(program_of(spec, "seed"))
+        parent = rebuilt(program_of(spec))
         for p in made:
             variant = rebuilt(p)
             assert changed(parent, variant) == {"attributes"}
             bound = p.binding["target"]
             assert variant.attributes.of(bound) != spec.attributes.of(bound)
+
+
+def test_domain_randomization_through_the_server_draws_as_in_process(hub):
+    """The sim server's draws advance the caller's generator exactly as in-process draws would."""
+    engine = OfflineEngine(hub=hub)
+    rng, ref = np.random.default_rng([0, 1, 17]), np.random.default_rng([0, 1, 17])
+    for family, seed in (("pick_place", 4), ("articulated", 5), ("stack", 6)):
+        spec = sample_spec(family, seed)
+        made = engine.domain_randomized(spec, rng, DR_RANGES)
+        expected = program_of(domain_randomize(spec, ref, DR_RANGES))
+        assert (made.source, made.spec_hash, made.parent) == (expected.source, expected.spec_hash, spec.spec_hash())
+        assert made.batch == "domain_rand" and made.operator == "domain_rand"
+    assert rng.random() == ref.random()
+
+
+def test_uniform_variants_use_the_servers_operator_names(hub):
+    engine = OfflineEngine(hub=hub)
+    assert engine.operators("attributes")[:2] == ["heavier", "slippery"]
+    rng = np.random.default_rng(3)
+    made = [uniform_variant(engine, sample_spec("pick_place", 20 + i), rng) for i in range(3)]
+    assert any(m is not None and m.batch == "uniform" and m.factor in ("task", "layout", "attributes") for m in made)
+
+
+def test_the_engine_needs_the_servers():
+    with pytest.raises(RuntimeError, match="connect the roles"):
+        OfflineEngine().seed_programs("stack", 1)

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from agent.roles.planted import attempt
-from agent.roles.rollouts import planner_trace
+from sim.engine.planted import attempt
 from sim.evidence.models import Evidence
 from sim.evidence.ranges import TrainingRanges, relation_signature
 from sim.evidence.timeline import build_evidence
 from sim.families import sample_spec
 from sim.predicates import grasped, inside, open_fraction
+from sim.trace import planner_trace
 
 
 def planted(family: str, kind: str):

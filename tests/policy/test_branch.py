@@ -167,8 +167,8 @@ def test_fallback_shaping_values_only_groups_without_a_success(small_config, emb
         run("sometimes")
 
 def test_state_potential_runs_a_program_in_the_sandbox_like_the_trace_path():
-    from agent.roles.potential_templates import write_program
     from policy.rollout import planner_demos
+    from sim.engine.potential_templates import write_program
     from sim.potential import potentials, state_potential
 
     spec = sample_spec("pick_place", 3)

@@ -45,7 +45,7 @@ async def finish(c, job_id: str, limit_s: float = 300) -> dict:
 
 async def compile_potential(sim, verifier, scene_id: str, rollout_id: str, diagnosis) -> tuple[str, dict]:
     """The offline compiler's templates for the diagnosis, each checked by the verifier until one passes."""
-    from agent.roles.potential_templates import cause_objects, write_program
+    from sim.engine.potential_templates import cause_objects, write_program
     from sim.spec import SceneSpec
 
     spec = SceneSpec.model_validate((await ok(sim, "get_scene", {"scene_id": scene_id}))["spec"])
@@ -104,7 +104,7 @@ def test_mini_round_through_tool_calls(tmp_path):
                 diagnosed = []
                 for r in failed:
                     ev = await ok(trainer, "get_rollout_evidence", {"rollout_id": r["rollout_id"]})
-                    d = OfflineCritic().diagnose(None, Evidence.model_validate(ev["evidence"]))
+                    d = OfflineCritic().diagnose(Evidence.model_validate(ev["evidence"]))
                     rec = await ok(memory, "record_diagnosis", {"diagnosis": {
                         "id": f"d-{r['rollout_id']}", "scene_id": r["scene_id"], "rollout_ids": [r["rollout_id"]],
                         "factor": d.factor, "phase": d.phase, "cause": d.cause, "round": 0,

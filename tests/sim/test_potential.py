@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from agent.roles.rollouts import planner_trace
 from memory_store.schema import LEARNING_TOOLS as MEMORY_TOOLS
 from sim.families import sample_spec
 from sim.potential import (
@@ -18,6 +17,7 @@ from sim.potential import (
     staged,
     static_problems,
 )
+from sim.trace import planner_trace
 
 GOOD = '''
 import math

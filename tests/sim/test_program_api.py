@@ -485,7 +485,7 @@ def potential_3(s):
 
 @pytest.fixture(scope="module")
 def demo():
-    from agent.roles.rollouts import planner_trace
+    from sim.trace import planner_trace
 
     spec = sample_spec("pick_place", 0)
     _, trace = planner_trace(spec)
