@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from sim.constants import FAMILIES
+from policy.config import (
+    CRITIC_UPDATES,
+    DEMOS_PER_FAMILY,
+    EVAL_PER_SUITE,
+    POLICY_UPDATES,
+    ROLLOUTS_PER_SCENE,
+    SFT_UPDATES,
+)
+from sim.constants import EPS_NOVEL, EPS_REPLAY, FAMILIES, SUCCESS_BAND
 
 
 @dataclass(frozen=True)
@@ -12,9 +20,9 @@ class Preset:
     name: str
     families: tuple[str, ...] = FAMILIES
     """task families co-evolved in this run"""
-    demos_per_family: int = 60
+    demos_per_family: int = DEMOS_PER_FAMILY
     """planner demonstrations per family for the base SFT"""
-    sft_updates: int = 1000
+    sft_updates: int = SFT_UPDATES
     """behaviour-cloning updates of the base policy"""
     rounds: int = 2
     """generation rounds"""
@@ -22,20 +30,22 @@ class Preset:
     """seed scenes per family in round 0 (before any mode exists)"""
     targeted_per_family: int = 6
     """B: targeted environments per family per round (a control batch of the same size comes with them)"""
-    rollouts_per_scene: int = 2
+    rollouts_per_scene: int = ROLLOUTS_PER_SCENE
     """N: rollouts per valid environment"""
     max_diagnoses: int = 6
     """C: failed rollouts examined per (family, batch) stratum"""
-    critic_updates: int = 120
+    critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
-    policy_updates: int = 120
+    policy_updates: int = POLICY_UPDATES
     """K_π: policy updates per round"""
-    eval_per_suite: int = 6
+    eval_per_suite: int = EVAL_PER_SUITE
     """evaluation scenes per (family, suite)"""
-    band: tuple[float, float] = (0.1, 0.9)
+    band: tuple[float, float] = SUCCESS_BAND
     """success band of a mode's variants"""
-    eps_novel: float = 0.15
-    eps_replay: float = 0.10
+    eps_novel: float = EPS_NOVEL
+    """share of the round's generation units for novel environments"""
+    eps_replay: float = EPS_REPLAY
+    """share of the round's generation units for replay of seen modes (with generation memory)"""
     lora: bool = False
     """fine-tune LoRA adapters in rounds (True) or all weights"""
     extra: dict = field(default_factory=dict)
@@ -72,6 +82,22 @@ def get_preset(name: str, **overrides) -> Preset:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
     return replace(PRESETS[name], **overrides) if overrides else PRESETS[name]
+
+
+EXPERIMENT_OVERRIDES = {
+    "tiny": {"rounds": 2},
+    "quick": {"rounds": 3, "eval_per_suite": 8},
+    "paper": {},
+}
+"""Budget of an experiment cell (`coda experiment`) relative to the run preset. quick: 3 rounds (generation memory
+only matters from the third round on) and 8 evaluation scenes per (family, suite) (128 OOD episodes per
+evaluation); the base SFT (≈ 70% of a quick run's time) is trained once per seed and shared, so a cell costs ≈ 4-6
+min on 2 cores."""
+
+
+def experiment_preset(name: str, **overrides) -> Preset:
+    """The preset of an experiment cell: the run preset, its EXPERIMENT_OVERRIDES, then `overrides`."""
+    return get_preset(name, **{**EXPERIMENT_OVERRIDES.get(name, {}), **overrides})
 
 
 SETTABLE = ("demos_per_family", "sft_updates", "rounds", "seed_scenes_per_family", "targeted_per_family",

@@ -8,8 +8,9 @@ import logging
 from collections import defaultdict
 from pathlib import Path
 
+from sim.constants import SUITES
+
 log = logging.getLogger(__name__)
-SUITES = ("in", "instances", "layouts", "tasks", "categories")
 
 
 def _table(rows: list[list], header: list[str]) -> str:

@@ -5,16 +5,34 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from sim.constants import ACTION_DIM, CHUNK, MAX_OBJECTS, OBJ_DIM, PROPRIO_DIM
 
-BACKBONES = ("transformer", "deepsets")
+if TYPE_CHECKING:
+    import torch
+# torch is imported where it is used, so that reading the configuration and the budgets (the orchestrator does)
+# does not load it
+
+BackboneName = Literal["transformer", "deepsets"]
+BACKBONES: tuple[str, ...] = get_args(BackboneName)
 AMP_MODES = ("auto", "bf16", "off")
 NEXT_VALUE_MODES = ("mean", "softmax")
 SELECT_MODES = ("softmax_combine", "argmax", "sample")
+
+# --- default budgets of a run: the `quick` preset (agent.presets) and the trainer's tool defaults read these ---
+DEMOS_PER_FAMILY = 60
+"""planner demonstrations per family for the base SFT"""
+SFT_UPDATES = 1000
+"""behaviour-cloning updates of the base policy"""
+CRITIC_UPDATES = 120
+"""K_Q: critic updates per training round"""
+POLICY_UPDATES = 120
+"""K_π: policy updates per training round"""
+ROLLOUTS_PER_SCENE = 2
+"""N: rollouts per scene"""
+EVAL_PER_SUITE = 6
+"""evaluation scenes per (family, suite)"""
 
 
 def _positive(name: str, value: float) -> None:
@@ -176,6 +194,8 @@ class TrainConfig:
         if self.next_value not in NEXT_VALUE_MODES:
             raise ValueError(f"next_value must be one of {', '.join(NEXT_VALUE_MODES)}, got {self.next_value!r}")
         if self.device != "auto":
+            import torch
+
             try:
                 torch.device(self.device)
             except RuntimeError as exc:
@@ -187,12 +207,16 @@ class TrainConfig:
 
 def autocast(cfg: TrainConfig, device: torch.device):
     """The autocast context of one update (bf16 needs no loss scaling; weights and optimizer stay float32)."""
+    import torch
+
     on = cfg.amp == "bf16" or (cfg.amp == "auto" and device.type == "cuda")
     return torch.autocast(device.type, dtype=torch.bfloat16) if on else contextlib.nullcontext()
 
 
 def resolve_device(name: str = "auto") -> torch.device:
     """"auto" → cuda when available, else cpu; anything else is passed to torch.device."""
+    import torch
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:

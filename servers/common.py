@@ -37,8 +37,6 @@ from servers.contract import MAX_IMAGE_BYTES, STATS_URI
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PROMPTS_DIR = REPO_ROOT / "prompts"
 
 # --- annotations: say what a tool does, truthfully ----------------------------------------------------------
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -199,36 +197,35 @@ def image_content(png: bytes) -> Image:
 # --- prompts ----------------------------------------------------------------------------------------------
 
 
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-"""`{{name}}` placeholders, as in the `prompts` package"""
-
-
-def load_prompts(server: MCPServer, directory: Path = PROMPTS_DIR) -> list[str]:
-    """Serve every `*.md` in `directory` as a prompt named after the file (none there: none served).
+def load_prompts(server: MCPServer, directory: Path | None = None) -> list[str]:
+    """Serve every prompt of the `prompts` package (or every `*.md` in `directory`) as a prompt named after its
+    file (none there: none served).
 
     Each `{{name}}` placeholder becomes a required prompt argument; an optional `context` argument is appended
     after the text. Files that cannot be read are skipped with a warning."""
+    import prompts
+
     names = []
-    if not directory.is_dir():
-        log.info("no prompts directory at %s; serving no prompts", directory)
-        return names
-    for path in sorted(directory.glob("*.md")):
+    found = prompts.available(directory)
+    if not found:
+        log.info("no prompts in %s; serving no prompts", directory or "the prompts package")
+    for name in found:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = prompts.load_prompt(name, directory)
         except (OSError, UnicodeDecodeError) as exc:
-            log.warning("skipping prompt %s: %s", path, exc)
+            log.warning("skipping prompt %s: %s", name, exc)
             continue
-        keys = sorted(set(PLACEHOLDER.findall(text)) - {"context"})
-        first = next((ln.strip("# ").strip() for ln in text.splitlines() if ln.strip()), path.stem)
+        keys = sorted(prompts.placeholders(text) - {"context"})
+        first = next((ln.strip("# ").strip() for ln in text.splitlines() if ln.strip()), name)
 
         def render(_text: str = text, context: str = "", **values: str) -> str:
-            body = PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), _text)
+            body = prompts.PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), _text)
             return body if not context else f"{body.rstrip()}\n\n{context}"
 
         arguments = [PromptArgument(name=k, description=f"value for {{{{{k}}}}}", required=True) for k in keys]
         arguments.append(PromptArgument(name="context", description="text appended after the prompt"))
-        server.add_prompt(Prompt(name=path.stem, description=first[:200], arguments=arguments, fn=render))
-        names.append(path.stem)
+        server.add_prompt(Prompt(name=name, description=first[:200], arguments=arguments, fn=render))
+        names.append(name)
     return names
 
 

@@ -26,6 +26,7 @@ from servers.contract import MAX_IMAGE_PX, MAX_JSON_CHARS, MAX_PAGE, MAX_SOURCE_
 from sim import reference
 from sim.assets import listing
 from sim.assets.listing import AssetPage
+from sim.constants import FamilyName as Family
 from sim.engine import planted, programs
 from sim.fileio import SCENE_ID_PATTERN
 from sim.scene_store import SPLIT_HELP, DemoSummary, SceneDetail, SceneInfo, ScenePage, SceneStore, SplitName
@@ -38,7 +39,7 @@ verifier, memory and trainer servers sharing this run directory."""
 
 SceneId = Annotated[str, Field(description="scene id (spec hash) from create_scene / sample_scene", pattern=SCENE_ID_PATTERN)]
 Seed = Annotated[int, Field(description="random seed (the program's `seed`)", ge=0, le=2**31 - 1)]
-Family = Literal["pick_place", "stack", "articulated", "prep"]
+
 SpecJson = Annotated[dict[str, Any], Field(description="a SceneSpec JSON object, e.g. get_scene's 'spec'")]
 SceneFactor = Annotated[Literal["task", "layout", "attributes"], Field(description="scene factor to vary")]
 

@@ -5,6 +5,8 @@ Every other package reads these names instead of repeating numbers.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 # --- physics and control -------------------------------------------------------------------
 TIMESTEP = 0.002
 """physics timestep in seconds"""
@@ -49,9 +51,27 @@ FACTORS = ("task", "layout", "attributes")
 DIAGNOSIS_FACTORS = ("task", "spatial", "attribute", "execution")
 """δ of a failure diagnosis"""
 
-FAMILIES = ("pick_place", "stack", "articulated", "prep")
+SCENE_FACTOR_OF = {"task": "task", "spatial": "layout", "attribute": "attributes", "execution": "layout"}
+"""diagnosis factor δ -> the scene factor a variant of the failing scene redraws (execution failures: the layout)"""
 
-OOD_SUITES = ("instances", "layouts", "tasks", "categories")
+FamilyName = Literal["pick_place", "stack", "articulated", "prep"]
+"""a task family (the type of tool arguments and schema fields)"""
+FAMILIES: tuple[str, ...] = get_args(FamilyName)
+
+SuiteName = Literal["in", "instances", "layouts", "tasks", "categories"]
+"""an evaluation suite: in-distribution ("in") or one of the held-out (OOD) suites"""
+SUITES: tuple[str, ...] = get_args(SuiteName)
+OOD_SUITES = SUITES[1:]
+"""held-out evaluation suites"""
+
+# --- curriculum: success band and budget shares ------------------------------------------------------
+SUCCESS_BAND = (0.1, 0.9)
+"""success band: a mode (or a generation program, or a scene for success-guided generation) is worth generating for
+while its success rate is inside [lo, hi]; the compiler routes a mode below it to BC and inside it to shaped AWR"""
+EPS_NOVEL = 0.15
+"""share of a round's generation budget for novel environments (ε_novel)"""
+EPS_REPLAY = 0.10
+"""share of a round's generation budget for replay of seen modes (ε_replay)"""
 
 # --- success predicates ----------------------------------------------------------------------
 MAX_PREDICATE_ATOMS = 64

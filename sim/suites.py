@@ -7,13 +7,12 @@ training uses seeds below `EVAL_SEED_BASE`; suite `s` of family `f` uses
 
 from __future__ import annotations
 
-from sim.constants import OOD_SUITES
+from sim.constants import SUITES
 from sim.families import sample_spec
 from sim.scene import SceneSplit
 from sim.spec import SceneSpec
 
 EVAL_SEED_BASE = 1_000_000
-SUITES = ("in", *OOD_SUITES)
 SPLITS = {
     "in": SceneSplit(),
     "instances": SceneSplit(instances="heldout"),

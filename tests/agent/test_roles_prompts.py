@@ -6,11 +6,11 @@ import pytest
 
 from agent.roles.compiler import helper_reference
 from agent.roles.engine import sdk_reference
-from agent.roles.prompt_files import PromptError, load_prompt, render_prompt
+from prompts import PromptError, load_prompt, render_prompt
 
 
-def test_every_role_prompt_renders():
-    engine = render_prompt("engine", **sdk_reference())
+def test_every_role_prompt_renders(hub):
+    engine = render_prompt("engine", **sdk_reference(hub))
     critic = render_prompt("critic", factors="task, spatial", phases="approach, grasp")
     compiler = render_prompt("compiler", helpers=helper_reference(), tools="bc, awr_shaped")
     for text in (engine, critic, compiler):

@@ -12,7 +12,7 @@ from mcp import Client
 from mcp_testing import FAULTY_PROGRAM, SCENE_PROGRAM, err, ok
 from PIL import Image as PILImage
 
-from servers.common import PROMPTS_DIR
+from prompts import available
 from servers.sim import build_server
 
 TOOLS = {
@@ -51,7 +51,7 @@ def test_tools_and_their_annotations(server):
                     assert prop.get("description"), f"{name} has an argument without a description"
             assert tools["get_scene"].output_schema is not None
             prompts = {p.name for p in (await c.list_prompts()).prompts}
-            assert prompts == {p.stem for p in PROMPTS_DIR.glob("*.md")}  # whatever prompts/ holds
+            assert prompts == set(available())  # whatever prompts/ holds
 
     run(main())
 
