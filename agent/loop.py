@@ -35,11 +35,10 @@ from agent.presets import Preset
 from agent.roles.factory import Roles
 from agent.runstate import RunState
 from servers.contract import MAX_BATCH
-from sim.constants import OOD_SUITES
+from sim.constants import SCENE_FACTOR_OF, SUITES
 
 log = logging.getLogger(__name__)
 
-SUITES = ("in", *OOD_SUITES)
 WAIT_S = 45.0
 MAX_DRAWS = 4
 """a round draws at most this many candidate environments per accepted one before it gives up"""
@@ -47,6 +46,20 @@ MAX_DRAWS = 4
 
 def say(msg: str) -> None:
     print(f"[coda] {msg}", file=sys.stderr, flush=True)
+
+
+def run_job(hub: Hub, tool: str, **args) -> object:
+    """Start a trainer job, wait for it (its progress is shown) and return its result."""
+    job_id = hub.call("trainer", tool, args).data["job_id"]
+    while True:
+        status = hub.call("trainer", "wait_job", {"job_id": job_id, "timeout_s": WAIT_S}).data
+        if status["state"] in ("succeeded", "failed", "cancelled", "interrupted"):
+            break
+        if status.get("total"):
+            say(f"  {tool}: {status['done']:.0f}/{status['total']:.0f} {status.get('message', '')}")
+    if status["state"] != "succeeded":
+        raise RuntimeError(f"trainer job {tool} {status['state']}: {status.get('error')}")
+    return status["result"]
 
 
 class CoEvolution:
@@ -78,16 +91,7 @@ class CoEvolution:
 
     def job(self, tool: str, **args) -> object:
         """Start a trainer job and wait for it (progress is shown); returns its result."""
-        job_id = self.call("trainer", tool, **args)["job_id"]
-        while True:
-            status = self.call("trainer", "wait_job", job_id=job_id, timeout_s=WAIT_S)
-            if status["state"] in ("succeeded", "failed", "cancelled", "interrupted"):
-                break
-            if status.get("total"):
-                say(f"  {tool}: {status['done']:.0f}/{status['total']:.0f} {status.get('message', '')}")
-        if status["state"] != "succeeded":
-            raise RuntimeError(f"trainer job {tool} {status['state']}: {status.get('error')}")
-        return status["result"]
+        return run_job(self.hub, tool, **args)
 
     def save_ledger(self) -> None:
         self.state.set("tokens", self.roles.ledger.to_dict())
@@ -165,15 +169,7 @@ class CoEvolution:
             return self.call("memory", "allocate_budget", budget=p.budget(), eps_novel=p.eps_novel,
                              eps_replay=p.eps_replay, band_low=p.band[0], band_high=p.band[1], round=r)
         modes = sorted({d["mode_id"] for d in self.state.result(f"r{r - 1}.diagnose")}) if r > 0 else []
-        budget = p.budget()
-        novel = round(p.eps_novel * budget) if modes else budget
-        per_mode = {}
-        for i, mode_id in enumerate(modes):
-            k = (budget - novel) // len(modes) + (1 if i < (budget - novel) % len(modes) else 0)
-            if k:
-                per_mode[mode_id] = k
-        return {"budget": budget, "novel": novel, "replay": 0, "targeted": budget - novel, "per_mode": per_mode,
-                "replay_per_mode": {}, "scores": {}, "visits_recorded": False}
+        return self.call("memory", "allocate_evenly", budget=p.budget(), mode_ids=modes, eps_novel=p.eps_novel)
 
     def generate(self, r: int, alloc: dict) -> list[dict]:
         """Candidate environments of the method, created, verified and recorded until the round's accepted budget
@@ -226,7 +222,7 @@ class CoEvolution:
             if parent is None or k <= 0:
                 continue
             mode = self.call("memory", "get_mode", mode_id=mode_id)
-            made = engine.variants(parent, _scene_factor(mode["factor"]), k, seed=7 * r + 1 + 100_000 * self.seed,
+            made = engine.variants(parent, SCENE_FACTOR_OF[mode["factor"]], k, seed=7 * r + 1 + 100_000 * self.seed,
                                    batch="replay")
             programs += [(pr, mode_id) for pr in made]
         yield from programs
@@ -246,12 +242,18 @@ class CoEvolution:
     def _domain_rand(self, r: int, alloc: dict) -> Iterator:
         """Fresh family scenes, randomized over the hand-specified wide ranges of `agent.methods.DR_RANGES`."""
         from agent.methods import DR_RANGES
-        from sim.families import sample_spec
 
         rng = np.random.default_rng([self.seed, r, 17])
         for family, seed in self._novel_seeds(r):
-            spec = sample_spec(family, seed)
+            spec = self.family_scene(family, seed)
             yield self.roles.engine.domain_randomized(spec, rng, DR_RANGES), None
+
+    def family_scene(self, family: str, seed: int):
+        """The seed scene of a family (stored by the sim server, which samples it)."""
+        from sim.spec import SceneSpec
+
+        scene_id = self.call("sim", "sample_scene", family=family, seed=seed)["scene_id"]
+        return SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=scene_id)["spec"])
 
     def _uniform(self, r: int, alloc: dict) -> Iterator:
         """Round 0: the seed scenes (as every method); later: variants of earlier accepted scenes, one factor drawn
@@ -425,7 +427,7 @@ class CoEvolution:
 
     def compile(self, r: int, verdicts: dict, scenes: list[dict], rollouts: list[dict]) -> dict:
         """Generation program and training program (Text2potential) per validated mode."""
-        from agent.roles.compiler import CompileRequest
+        from agent.roles.compiler import CompileRequest, PotentialReport
         from sim.spec import SceneSpec
 
         m, out = self.method, {}
@@ -439,7 +441,7 @@ class CoEvolution:
             parent_id = self._mode_scenes(r).get(mode_id, [targeted[0]["scene_id"]])[0]
             self.call("memory", "put_generation_program", program={
                 "id": f"g-{mode_id}-r{r}", "mode_id": mode_id, "parent_scene_id": parent_id,
-                "factor": _scene_factor(mode["factor"]), "variants": [s["scene_id"] for s in targeted],
+                "factor": SCENE_FACTOR_OF[mode["factor"]], "variants": [s["scene_id"] for s in targeted],
                 "family": targeted[0]["family"], "success_on_variants": v["targeted"], "round": r,
                 "run_id": self.run_id, "roles": ["target"]})
             scene = targeted[0]
@@ -453,8 +455,6 @@ class CoEvolution:
 
             def checker(source: str, scene_id=scene["scene_id"], traces=traces, checks=checks):
                 """Φ checked by the verifier server on this scene's rollouts and its planner demonstration."""
-                from sim.potential import PotentialReport
-
                 if checks and not m.refine:
                     raise RuntimeError("no refinement: the compiler's first program did not pass its checks")
                 checks.append(self.call("verifier", "check_potential", source=source, scene_id=scene_id,
@@ -598,10 +598,6 @@ class _Diag:
 def _memory_batch(batch: str) -> str:
     """The memory's batch vocabulary: the baselines' own environments are recorded as novel ones."""
     return batch if batch in ("seed", "targeted", "control", "novel", "replay") else "novel"
-
-
-def _scene_factor(diagnosis_factor: str) -> str:
-    return {"task": "task", "spatial": "layout", "attribute": "attributes", "execution": "layout"}[diagnosis_factor]
 
 
 def _mean(xs: Iterable) -> float:

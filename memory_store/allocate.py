@@ -29,11 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memory_store.schema import GenerationProgram, HistoryEvent, Mode
+from sim.constants import EPS_NOVEL, EPS_REPLAY
+from sim.constants import SUCCESS_BAND as DEFAULT_BAND
 
-DEFAULT_BAND = (0.1, 0.9)
-"""success band: a mode / generation program is kept while success on its variants is inside"""
-EPS_NOVEL = 0.15
-EPS_REPLAY = 0.10
 UCB_C = 0.5
 """exploration weight of the UCB bonus"""
 UNMEASURED_HARDNESS = 0.5
@@ -176,3 +174,13 @@ def allocate(
     else:
         novel, replay = novel + replay, 0
     return Allocation(budget, novel, replay, targeted, per_mode, replay_per_mode, scores)
+
+
+def allocate_evenly(mode_ids: Sequence[str], budget: int, *, eps_novel: float = EPS_NOVEL) -> Allocation:
+    """Allocation without generation memory: the novel share of `allocate` (no replay) and the targeted units
+    split evenly over the given modes (the first ones in id order get the leftover units; modes that get no unit
+    are left out). No modes: the whole budget is novel."""
+    modes = sorted(set(mode_ids))
+    novel, _, targeted = split_budget(budget, eps_novel, 0.0) if modes else (budget, 0, 0)
+    shares = largest_remainder(targeted, dict.fromkeys(modes, 1.0))
+    return Allocation(budget, novel, 0, targeted, {m: k for m, k in shares.items() if k})

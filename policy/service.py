@@ -10,6 +10,7 @@ and `load` write it; a training that fails or is cancelled puts the current poli
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from policy.checkpoint import TrainState, load_checkpoint, save_checkpoint
-from policy.config import PolicyConfig, TrainConfig
+from policy.config import CRITIC_UPDATES, POLICY_UPDATES, ROLLOUTS_PER_SCENE, PolicyConfig, TrainConfig
 from policy.data import stack_obs
 from policy.evaluate import evaluate, train_specs
 from policy.improve import awr_round, branch_round, collect
@@ -38,7 +39,8 @@ LATEST = "latest.pt"
 
 class TrainerService:
     def __init__(self, run_dir: Path | str, policy_config: PolicyConfig | None = None,
-                 train_config: TrainConfig | None = None, device=None, executor: Executor | None = None):
+                 train_config: TrainConfig | None = None, device=None, executor: Executor | None = None,
+                 import_dir: Path | str | None = None):
         self.run_dir = Path(run_dir)
         self.ckpt_dir = self.run_dir / "checkpoints"
         self.rollout_dir = self.run_dir / "rollouts"
@@ -49,6 +51,8 @@ class TrainerService:
         self.device = device
         self.executor = executor or SERIAL
         """where planner demos, rollouts and evaluations simulate (in process by default)"""
+        self.import_dir = None if import_dir is None else Path(import_dir).resolve()
+        """checkpoints `install` may copy into this run (e.g. a base policy shared by several runs)"""
         self.lock = threading.RLock()
         self.state: TrainState | None = None
         self.demos: dict[str, list[Episode]] = {}
@@ -83,11 +87,14 @@ class TrainerService:
         return [ep for h, _ in unique if (ep := self.scene_demos[h]) is not None]
 
     def sft(self, families: Sequence[str], demos_per_family: int, updates: int,
-            progress: Progress | None = None) -> dict:
-        """Base policy: behaviour cloning on planner demonstrations of the given families."""
+            progress: Progress | None = None, *, backbone: str | None = None, seed: int | None = None) -> dict:
+        """Base policy: behaviour cloning on planner demonstrations of the given families (saved as `base`).
+        `backbone` and `seed` replace those of the service's configurations for this policy."""
+        pcfg = self.pcfg if backbone is None else dataclasses.replace(self.pcfg, backbone=backbone)
+        tcfg = self.tcfg if seed is None else dataclasses.replace(self.tcfg, seed=seed)
         with self.lock:
             demos = [d for f in families for d in self.demos_for(f, demos_per_family)]
-            state, tlog = train_sft(demos, self.pcfg, self.tcfg, updates, progress=progress, device=self.device)
+            state, tlog = train_sft(demos, pcfg, tcfg, updates, progress=progress, device=self.device)
             state.extra.update({"kind": "sft", "families": list(families), "demos": len(demos)})
             self.state = state
             self.save("base")
@@ -115,6 +122,26 @@ class TrainerService:
         finally:
             self.lock.release()
 
+    def install(self, name: str, tag: str | None = None) -> bool:
+        """Copy checkpoint `name` of the import directory into this run as `tag` (default: the same name), unless
+        the run already has a checkpoint `tag` (a resumed run keeps its own). The current policy is unchanged
+        (`load` makes it current). Returns whether it copied."""
+        if self.import_dir is None:
+            raise PermissionError("this trainer has no directory to install checkpoints from (start the server with "
+                                  "--import-checkpoints DIR)")
+        src = self.import_dir / (name if name.endswith(".pt") else f"{name}.pt")
+        if src.resolve().parent != self.import_dir or not src.is_file():
+            available = sorted(p.stem for p in self.import_dir.glob("*.pt"))
+            raise FileNotFoundError(f"no checkpoint {src.name} to install; available: {available}")
+        tag = tag or src.stem
+        dst = self.ckpt_dir / (tag if tag.endswith(".pt") else f"{tag}.pt")
+        if dst.exists():
+            return False
+        tmp = self.ckpt_dir / f".{dst.name}.tmp"
+        shutil.copyfile(src, tmp)
+        tmp.replace(dst)
+        return True
+
     def _restore(self) -> None:
         """Put the current policy back from latest.pt (after a failed or cancelled update)."""
         latest = self.ckpt_dir / LATEST
@@ -124,8 +151,8 @@ class TrainerService:
         return sorted(p.stem for p in self.ckpt_dir.glob("*.pt"))
 
     # --- rollouts ---------------------------------------------------------------------------
-    def rollouts(self, specs: Sequence[SceneSpec], per_scene: int = 1, mode: str = "sample", seed: int = 0,
-                 tag: str = "r") -> list[dict]:
+    def rollouts(self, specs: Sequence[SceneSpec], per_scene: int = ROLLOUTS_PER_SCENE, mode: str = "sample",
+                 seed: int = 0, tag: str = "r") -> list[dict]:
         """Roll the current policy out; each episode is kept (and its trace saved) under a rollout id."""
         with self.lock:
             state = self.require_state()
@@ -208,8 +235,8 @@ class TrainerService:
     # --- training ---------------------------------------------------------------------------
     def train(self, rollout_ids: Sequence[str], *, potentials: dict[str, list[float]] | None = None,
               demo_families: Sequence[str] = (), demos_per_family: int = 0,
-              scene_demos: Sequence[SceneSpec] = (), critic_updates: int = 200,
-              policy_updates: int = 200, lora: bool = False, progress: Progress | None = None,
+              scene_demos: Sequence[SceneSpec] = (), critic_updates: int = CRITIC_UPDATES,
+              policy_updates: int = POLICY_UPDATES, lora: bool = False, progress: Progress | None = None,
               collect: str = "branch", programs: Mapping[str, str] | None = None) -> dict:
         """Critic updates on the given rollouts (shaped by per-rollout potentials when given), then AWR policy
         updates, with BC on planner demos of `demo_families` (`demos_per_family` each) and of the scenes

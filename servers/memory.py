@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
+from memory_store.allocate import UCB_C
+from memory_store.allocate import allocate_evenly as even_allocation
 from memory_store.schema import (
     RECORD_ID_PATTERN,
     Diagnosis,
@@ -45,7 +47,7 @@ from servers.common import (
     tool,
 )
 from servers.contract import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, MAX_TEXT_CHARS
-from sim.constants import DIAGNOSIS_FACTORS, PHASES
+from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, PHASES, SUCCESS_BAND
 
 INSTRUCTIONS = """Shared memory of a CoDA run. Record scenes, rollouts and failure diagnoses (diagnoses are clustered
 into difficulty modes); search diagnoses by cause; list and inspect modes (hardness p̂, importance w, visits, status);
@@ -136,17 +138,30 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     @tool(mcp, WRITES)
     def allocate_budget(
         budget: Annotated[int, Field(description="generation units this round", ge=0, le=MAX_BUDGET)],
-        eps_novel: Annotated[Fraction, Field(description="share for novel environments")] = 0.15,
-        eps_replay: Annotated[Fraction, Field(description="share for replay of seen modes")] = 0.10,
-        band_low: Annotated[Fraction, Field(description="success band: lower bound")] = 0.1,
-        band_high: Annotated[Fraction, Field(description="success band: upper bound")] = 0.9,
-        c: Annotated[float, Field(description="UCB exploration weight", ge=0.0, le=10.0)] = 0.5,
+        eps_novel: Annotated[Fraction, Field(description="share for novel environments")] = EPS_NOVEL,
+        eps_replay: Annotated[Fraction, Field(description="share for replay of seen modes")] = EPS_REPLAY,
+        band_low: Annotated[Fraction, Field(description="success band: lower bound")] = SUCCESS_BAND[0],
+        band_high: Annotated[Fraction, Field(description="success band: upper bound")] = SUCCESS_BAND[1],
+        c: Annotated[float, Field(description="UCB exploration weight", ge=0.0, le=10.0)] = UCB_C,
         round: Round = None,
         record_visits: Annotated[bool, Field(description="count the allocated units as visits (false: preview)")
                                  ] = True,
     ) -> AllocationResult:
         """Split a round's budget: novel, replay, and targeted units per mode (UCB on hardness and progress)."""
         return svc.allocate(budget, eps_novel, eps_replay, (band_low, band_high), c, round, record_visits)
+
+    @tool(mcp, READ_ONLY)
+    def allocate_evenly(
+        budget: Annotated[int, Field(description="generation units this round", ge=0, le=MAX_BUDGET)],
+        mode_ids: Annotated[list[Annotated[str, Field(pattern=RECORD_ID_PATTERN)]], Field(
+            description="the modes to target (e.g. those diagnosed last round); none: the whole budget is novel",
+            max_length=MAX_BATCH)],
+        eps_novel: Annotated[Fraction, Field(description="share for novel environments")] = EPS_NOVEL,
+    ) -> AllocationResult:
+        """Split a round's budget without the memory's scores: the novel share as in allocate_budget (no replay)
+        and the targeted units evenly over the given modes. Reads and records nothing (no visits)."""
+        plan = even_allocation(mode_ids, budget, eps_novel=eps_novel)
+        return AllocationResult(**plan.to_dict(), visits_recorded=False)
 
     @tool(mcp, WRITES_IDEMPOTENT)
     def put_generation_program(program: GenerationProgram) -> Written:
@@ -199,8 +214,8 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         policy_id: Annotated[str | None, Field(description="count only this policy's stored rollouts",
                                                max_length=160)] = None,
         round: Round = None,
-        band_low: Annotated[Fraction, Field(description="success band: lower bound")] = 0.1,
-        band_high: Annotated[Fraction, Field(description="success band: upper bound")] = 0.9,
+        band_low: Annotated[Fraction, Field(description="success band: lower bound")] = SUCCESS_BAND[0],
+        band_high: Annotated[Fraction, Field(description="success band: upper bound")] = SUCCESS_BAND[1],
     ) -> ModeSummary:
         """Set a mode's hardness p̂ (success rate) and its success-band membership."""
         return svc.hardness(mode_id, successes, n, policy_id, round, (band_low, band_high))

@@ -11,6 +11,15 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from policy.config import (
+    CRITIC_UPDATES,
+    DEMOS_PER_FAMILY,
+    EVAL_PER_SUITE,
+    POLICY_UPDATES,
+    ROLLOUTS_PER_SCENE,
+    SFT_UPDATES,
+    BackboneName,
+)
 from policy.service import TrainerService
 from servers.common import (
     READ_ONLY,
@@ -23,6 +32,8 @@ from servers.common import (
 )
 from servers.contract import MAX_BATCH, MAX_SOURCE_CHARS
 from servers.jobs import JobHandle, JobManager, register_job_tools
+from sim.constants import FamilyName as Family
+from sim.constants import SuiteName as Suite
 from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN
 from sim.scene_store import RENDER_LOCK, SceneStore
 from sim.workers import make_executor
@@ -32,10 +43,9 @@ then per round: collect_rollouts on scene_ids from the sim server, get_rollout_e
 start_training on rollout ids (optionally with Text2potential programs per scene), evaluate on suites. Long calls
 return a job_id: follow it with wait_job."""
 
-Family = Literal["pick_place", "stack", "articulated", "prep"]
-Suite = Literal["in", "instances", "layouts", "tasks", "categories"]
 SceneId = Annotated[str, Field(pattern=SCENE_ID_PATTERN)]
 RolloutId = Annotated[str, Field(pattern=RECORD_ID_PATTERN, description="rollout id from collect_rollouts")]
+CHECKPOINT_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$"
 REPLACES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
 """replaces the current policy and the `base` checkpoint"""
 
@@ -61,11 +71,19 @@ class CheckpointList(BaseModel):
     has_critic: bool
 
 
+class CheckpointInstalled(BaseModel):
+    tag: str
+    installed: bool = Field(description="copied now (false: the run already had a checkpoint of that name)")
+    checkpoints: list[str]
+
+
 def build_server(run_dir: Path, device: str | None = None, workers: int = 1, executor: str = "local",
-                 ray_address: str | None = None) -> MCPServer:
+                 ray_address: str | None = None, import_dir: Path | None = None) -> MCPServer:
     """The trainer server of `run_dir` (scenes are read from the sim server's store in the same run dir).
-    Demos, rollouts and evaluations simulate on `workers` local processes or Ray actors (`executor`)."""
-    service = TrainerService(run_dir, device=device, executor=make_executor(executor, workers, address=ray_address))
+    Demos, rollouts and evaluations simulate on `workers` local processes or Ray actors (`executor`);
+    `install_checkpoint` copies checkpoints from `import_dir` (none: the tool refuses)."""
+    service = TrainerService(run_dir, device=device, executor=make_executor(executor, workers, address=ray_address),
+                             import_dir=import_dir)
     scenes = SceneStore(run_dir)
     jobs = JobManager(run_dir / "jobs" / "trainer")
     mcp = new_server("coda-trainer", INSTRUCTIONS)
@@ -78,19 +96,27 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
     def train_sft(
         families: Annotated[list[Family], Field(description="task families whose demos train the base policy",
                                                 min_length=1, max_length=4)],
-        demos_per_family: Annotated[int, Field(description="planner demonstrations per family", ge=1, le=2000)] = 60,
-        updates: Annotated[int, Field(description="behaviour-cloning updates", ge=1, le=100_000)] = 1000,
+        demos_per_family: Annotated[int, Field(description="planner demonstrations per family", ge=1, le=2000)
+                                    ] = DEMOS_PER_FAMILY,
+        updates: Annotated[int, Field(description="behaviour-cloning updates", ge=1, le=100_000)] = SFT_UPDATES,
+        backbone: Annotated[BackboneName | None, Field(
+            description="token encoder of the new policy (default: the server's, transformer unless configured)")
+                            ] = None,
+        seed: Annotated[int | None, Field(ge=0, le=2**31 - 1, description="training seed of the new policy "
+                                          "(default: the server's, 0 unless configured)")] = None,
     ) -> JobStarted:
-        """Start a job: base policy by behaviour cloning on planner demonstrations (replaces the current policy)."""
+        """Start a job: base policy by behaviour cloning on planner demonstrations (replaces the current policy;
+        saved as checkpoint `base`)."""
         def run(job: JobHandle):
-            return service.sft(families, demos_per_family, updates, progress=reporter(job))
+            return service.sft(families, demos_per_family, updates, progress=reporter(job), backbone=backbone,
+                               seed=seed)
 
         return JobStarted(job_id=jobs.start(run, kind="train_sft"), kind="train_sft")
 
     @tool(mcp, WRITES)
     def collect_rollouts(
         scene_ids: Annotated[list[SceneId], Field(description="scenes to roll out in", min_length=1, max_length=MAX_BATCH)],
-        per_scene: Annotated[int, Field(description="rollouts per scene", ge=1, le=16)] = 1,
+        per_scene: Annotated[int, Field(description="rollouts per scene", ge=1, le=16)] = ROLLOUTS_PER_SCENE,
         mode: Annotated[Literal["sample", "mean", "critic"], Field(description="action selection")] = "sample",
         seed: Annotated[int, Field(ge=0, le=2**31 - 1, description="exploration seed")] = 0,
         tag: Annotated[str, Field(pattern=r"^[a-z0-9]{1,16}$", description="prefix of the rollout ids")] = "r",
@@ -163,8 +189,8 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
             Field(description="scenes whose planner demos are mixed in as BC (e.g. the targeted scenes of modes "
                               "routed to BC; scenes the planner fails in add none)", max_length=MAX_BATCH),
         ] = [],  # noqa: B006
-        critic_updates: Annotated[int, Field(ge=0, le=100_000, description="K_Q critic updates")] = 200,
-        policy_updates: Annotated[int, Field(ge=0, le=100_000, description="K_pi policy updates")] = 200,
+        critic_updates: Annotated[int, Field(ge=0, le=100_000, description="K_Q critic updates")] = CRITIC_UPDATES,
+        policy_updates: Annotated[int, Field(ge=0, le=100_000, description="K_pi policy updates")] = POLICY_UPDATES,
         lora: Annotated[bool, Field(description="fine-tune LoRA adapters on the base policy")] = False,
         collect: Annotated[Literal["branch", "rollouts"], Field(
             description="data of the AWR policy updates: branch = sampled chunks tried against the policy's mean "
@@ -202,7 +228,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
     def evaluate(
         families: Annotated[list[Family], Field(min_length=1, max_length=4, description="families to evaluate")],
         suites: Annotated[list[Suite], Field(min_length=1, max_length=5, description="evaluation suites")] = ["in"],  # noqa: B006
-        n: Annotated[int, Field(ge=1, le=200, description="scenes per (family, suite)")] = 10,
+        n: Annotated[int, Field(ge=1, le=200, description="scenes per (family, suite)")] = EVAL_PER_SUITE,
         mode: Annotated[Literal["mean", "critic"], Field(description="action selection")] = "mean",
     ) -> JobStarted:
         """Start a job: success rate ± standard error per (family, suite) on fixed evaluation scenes."""
@@ -224,6 +250,19 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         """Make a saved checkpoint the current policy."""
         service.load(tag)
         return list_checkpoints()
+
+    @tool(mcp, WRITES_IDEMPOTENT)
+    def install_checkpoint(
+        name: Annotated[str, Field(pattern=CHECKPOINT_NAME, description="checkpoint in the import directory the "
+                                   "server was started with (--import-checkpoints), e.g. a shared base policy")],
+        tag: Annotated[str | None, Field(pattern=CHECKPOINT_NAME, description="name in this run (default: name)")
+                       ] = None,
+    ) -> CheckpointInstalled:
+        """Copy a checkpoint into this run, unless the run already has one of that name (it keeps its own). The
+        current policy does not change: load_checkpoint makes it current."""
+        installed = service.install(name, tag)
+        return CheckpointInstalled(tag=tag or name.removesuffix(".pt"), installed=installed,
+                                   checkpoints=service.checkpoints())
 
     load_prompts(mcp)
     return mcp

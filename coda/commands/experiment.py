@@ -34,8 +34,9 @@ def seed_list(text: str) -> list[int]:
 
 def register(sub, name: str) -> None:
     p = sub.add_parser(name, help="run methods x seeds (resumable cell by cell) and write the results tables")
-    p.add_argument("--methods", default="sft,domain_rand,uniform,success_guided,no_memory,coda",
-                   help="comma-separated methods (see `coda experiment --list`)")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated methods (see `coda experiment --list`; default: the main table's, "
+                        "agent.methods.MAIN)")
     p.add_argument("--seeds", type=seed_list, default=seed_list("3"),
                    help="N (seeds 0..N-1) or a comma-separated list, e.g. 1,2: processes that run different seeds "
                         "can share one --out (finished cells are shared; base policies are per seed)")
@@ -51,8 +52,9 @@ def register(sub, name: str) -> None:
                    help="also run the transfer cells (backbone memory transfer, program transfer across families)")
     p.add_argument("--transfer-seeds", type=seed_list, default=None,
                    help="N or a comma-separated list: seeds of the transfer cells (default: all)")
-    p.add_argument("--threshold-gain", type=float, default=0.05,
-                   help="Text2potential table: threshold = base mean OOD success + this")
+    p.add_argument("--threshold-gain", type=float, default=None,
+                   help="Text2potential table: threshold = base mean OOD success + this (default "
+                        "agent.experiment.common.THRESHOLD_GAIN, 0.05)")
     p.add_argument("--embedder", choices=["minilm", "hashing"], default=None,
                    help="memory server embedder (hashing: fast, for tests)")
     p.add_argument("--tables", action="store_true", help="only rewrite the tables of --out from its finished cells")
@@ -62,9 +64,10 @@ def register(sub, name: str) -> None:
 
 
 def run(args) -> int:
-    from agent.experiment import experiment_preset, run_experiment, write_tables
-    from agent.methods import METHODS
-    from agent.presets import cli_overrides
+    from agent.experiment import run_experiment, write_tables
+    from agent.experiment.common import THRESHOLD_GAIN
+    from agent.methods import MAIN, METHODS
+    from agent.presets import cli_overrides, experiment_preset
 
     if args.list:
         rows = {m.name: m.summary for m in METHODS.values()}
@@ -75,12 +78,13 @@ def run(args) -> int:
         print("coda experiment: --out DIR is required", file=sys.stderr)
         return 2
     out = Path(args.out)
+    threshold_gain = THRESHOLD_GAIN if args.threshold_gain is None else args.threshold_gain
     if args.tables:
-        t = write_tables(out, args.threshold_gain)
+        t = write_tables(out, threshold_gain)
         emit({"results": str(out / "results.md"), "cells": len(t["cells"]), "pending": len(t["pending_cells"])},
              args.json)
         return 0
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    methods = list(MAIN) if args.methods is None else [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         print(f"coda experiment: unknown methods {unknown}; valid: {', '.join(METHODS)}", file=sys.stderr)
@@ -93,7 +97,7 @@ def run(args) -> int:
     seeds, transfer_seeds = args.seeds, args.transfer_seeds
     try:
         t = run_experiment(out, methods, seeds, preset, resume=args.resume, transfer=args.transfer,
-                           transfer_seeds=transfer_seeds, embedder=args.embedder, threshold_gain=args.threshold_gain,
+                           transfer_seeds=transfer_seeds, embedder=args.embedder, threshold_gain=threshold_gain,
                            command="coda " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     except (FileExistsError, ValueError) as exc:
         print(f"coda experiment: {exc}", file=sys.stderr)

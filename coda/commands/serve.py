@@ -74,6 +74,9 @@ def register(sub, name: str) -> None:
                    help="memory server: cause embedder (default minilm; hashing is fast and for tests)")
     p.add_argument("--memory-uri", default=None,
                    help="memory server: LanceDB URI of the store (default RUN_DIR/memory), e.g. a shared path")
+    p.add_argument("--import-checkpoints", default=None, metavar="DIR",
+                   help="trainer server: directory whose checkpoints install_checkpoint copies into the run "
+                        "(e.g. a base policy shared by the cells of an experiment)")
     add_executor_arguments(p)  # trainer server: where demos, rollouts and evaluations simulate
     p.set_defaults(func=run)
 
@@ -101,6 +104,7 @@ def run(args) -> int:
 
     no_dump()  # a server may hold keys in its environment: closed to other processes' /proc reads
     server = build(args.server, run_dir, embedder=embedder, workers=args.workers, executor=args.executor,
-                   ray_address=args.ray_address, memory_uri=args.memory_uri)
+                   ray_address=args.ray_address, memory_uri=args.memory_uri,
+                   import_dir=Path(args.import_checkpoints).expanduser().resolve() if args.import_checkpoints else None)
     serve(server, http)
     return 0

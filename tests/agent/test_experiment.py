@@ -19,17 +19,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent.experiment import (
-    build_tables,
-    cell_name,
+from agent.experiment import run_experiment, write_tables
+from agent.experiment.common import cell_name, write_json
+from agent.experiment.metrics import (
     coverage_entropy,
     mean_se,
-    run_experiment,
     summarize,
     targeting_precision,
     updates_to_threshold,
-    write_tables,
 )
+from agent.experiment.tables import build_tables
 from agent.hub import Hub, ServerSpec
 from agent.llm import TokenLedger
 from agent.loop import CoEvolution
@@ -153,7 +152,7 @@ class FakeTrainer:
 
 
 class ScriptedCritic:
-    def diagnose(self, trace, evidence):
+    def diagnose(self, evidence):
         return CriticDiagnosis(factor="spatial", phase="grasp",
                                cause="a crate stands right next to the mug on its grasp side")
 
@@ -382,8 +381,6 @@ def fake_cell(out, method, seed, preset, base, *, backbone="transformer", memory
                   "conditions": {"pick_place/within": {"lp": 0.2, "envs": 3, "programs": 1},
                                  "pick_place/cross": {"lp": 0.1, "envs": 3, "programs": 2},
                                  "pick_place/scratch": {"lp": 0.05, "envs": 3, "programs": 0}}}
-    from agent.experiment import write_json
-
     write_json(Path(out) / "cells" / f"{result['cell']}.json", result)
     fake_cell.calls.append(result["cell"])
     if result["cell"] == fake_cell.crash_at:
@@ -541,3 +538,30 @@ def test_set_overrides_are_typed_and_checked():
     cli = subprocess.run([sys.executable, "-m", "coda.cli", "experiment", "--set", "rollouts_per_scene=x", "--out",
                           "unused"], capture_output=True, text=True)
     assert cli.returncode == 2 and "rollouts_per_scene: expected an integer" in cli.stderr
+
+
+def test_settings_have_one_source(tmp_path):
+    """The quick preset's budgets are the trainer tools' defaults; band, ε and the factor map come from sim.constants."""
+    import asyncio
+
+    from mcp import Client
+
+    from servers.trainer import build_server
+    from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, FACTORS, SCENE_FACTOR_OF, SUCCESS_BAND
+
+    quick = get_preset("quick")
+    assert (quick.band, quick.eps_novel, quick.eps_replay) == (SUCCESS_BAND, EPS_NOVEL, EPS_REPLAY)
+    assert set(SCENE_FACTOR_OF) == set(DIAGNOSIS_FACTORS) and set(SCENE_FACTOR_OF.values()) <= set(FACTORS)
+
+    async def defaults() -> dict:
+        async with Client(build_server(tmp_path)) as c:
+            return {t.name: {k: p.get("default") for k, p in t.input_schema["properties"].items()}
+                    for t in (await c.list_tools()).tools}
+
+    d = asyncio.run(defaults())
+    assert (d["train_sft"]["demos_per_family"], d["train_sft"]["updates"]) == (quick.demos_per_family,
+                                                                               quick.sft_updates)
+    assert (d["start_training"]["critic_updates"], d["start_training"]["policy_updates"]) == (quick.critic_updates,
+                                                                                            quick.policy_updates)
+    assert d["collect_rollouts"]["per_scene"] == quick.rollouts_per_scene
+    assert d["evaluate"]["n"] == quick.eval_per_suite

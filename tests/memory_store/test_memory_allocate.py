@@ -114,3 +114,17 @@ def test_band_entry_and_exit():
     prog = GenerationProgram(id="g", mode_id="M", factor="layout")
     assert update_band(prog, 0.97) and not prog.in_pool and prog.success_on_variants == 0.97
     assert update_band(prog, 0.3, band=(0.2, 0.8)) and prog.in_pool
+
+
+def test_even_allocation_splits_the_targeted_units_over_the_given_modes():
+    from memory_store.allocate import allocate_evenly
+
+    plan = allocate_evenly(["b", "a", "c", "a"], 24)
+    assert (plan.novel, plan.replay, plan.targeted) == (4, 0, 20)  # 3.6 -> 4
+    assert plan.per_mode == {"a": 7, "b": 7, "c": 6}  # leftovers to the first modes in id order
+    assert allocate_evenly(["a", "b", "c"], 4).per_mode == {"a": 1, "b": 1, "c": 1}
+    assert allocate_evenly(["a", "b", "c", "d"], 2).per_mode == {"a": 1, "b": 1}  # modes without a unit left out
+    assert allocate_evenly([], 9).to_dict()["novel"] == 9
+    assert allocate_evenly(["a"], 30).novel == split_budget(30, eps_replay=0.0)[0] == 5  # 4.5 rounds half up
+    for budget in range(0, 200):  # the novel share is allocate()'s (with no replay)
+        assert allocate_evenly(["a", "b"], budget).novel == split_budget(budget, eps_replay=0.0)[0]

@@ -138,6 +138,12 @@ def test_allocation_programs_progress_status_export(server, tmp_path):
             assert visits == plan["per_mode"]
             assert "band" in await err(c, "allocate_budget", {"budget": 8, "band_low": 0.9, "band_high": 0.1})
             assert "budget" in await err(c, "allocate_budget", {"budget": -1})
+            even = await ok(c, "allocate_evenly", {"budget": 10, "mode_ids": [b["mode_id"], a["mode_id"]]})
+            first, second = sorted([a["mode_id"], b["mode_id"]])
+            assert (even["novel"], even["replay"], even["targeted"]) == (2, 0, 8)  # 1.5 -> 2, as allocate_budget
+            assert even["per_mode"] == {first: 4, second: 4} and not even["visits_recorded"]
+            assert (await ok(c, "allocate_evenly", {"budget": 7, "mode_ids": []}))["novel"] == 7
+            assert {m["id"]: m["visits"] for m in (await ok(c, "list_modes", {}))["result"]} == visits
 
             gen = {"id": "g1", "mode_id": a["mode_id"], "factor": "layout", "roles": ["target", "receptacle"]}
             await ok(c, "put_generation_program", {"program": gen})

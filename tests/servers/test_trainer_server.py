@@ -24,6 +24,7 @@ TOOLS = {  # name: (read_only, destructive, idempotent)
     "evaluate": (True, False, True),
     "list_checkpoints": (True, False, True),
     "load_checkpoint": (False, False, True),
+    "install_checkpoint": (False, False, True),
     "get_job": (True, False, True),
     "wait_job": (True, False, True),
     "list_jobs": (True, False, True),
@@ -128,6 +129,31 @@ def test_tools_annotations_and_schemas(tmp_path):
     run(main())
 
 
+def test_install_checkpoint_copies_from_the_import_directory_only(run_dir, tmp_path):
+    """A shared checkpoint (an experiment's base policy) enters a run through install_checkpoint: copied once (a run
+    that has its own keeps it), only from the directory the server was started with, and made current by
+    load_checkpoint."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shutil.copyfile(run_dir / "checkpoints" / "base.pt", shared / "sft.pt")
+    cell = tmp_path / "cell"
+
+    async def main():
+        async with Client(build_server(cell, import_dir=shared)) as c:
+            got = await ok(c, "install_checkpoint", {"name": "sft", "tag": "base"})
+            assert got == {"tag": "base", "installed": True, "checkpoints": ["base"]}
+            assert (cell / "checkpoints" / "base.pt").read_bytes() == (shared / "sft.pt").read_bytes()
+            assert (await ok(c, "install_checkpoint", {"name": "sft", "tag": "base"}))["installed"] is False
+            assert "available: ['sft']" in await err(c, "install_checkpoint", {"name": "other"})
+            assert "name" in await err(c, "install_checkpoint", {"name": "../sft"})
+            assert (await ok(c, "list_checkpoints", {}))["current_step"] is None  # installing loads nothing
+            assert (await ok(c, "load_checkpoint", {"tag": "base"}))["current_step"] is not None
+        async with Client(build_server(tmp_path / "lone")) as c:
+            assert "--import-checkpoints" in await err(c, "install_checkpoint", {"name": "sft"})
+
+    run(main())
+
+
 def test_malformed_arguments_name_the_argument(tmp_path):
     bad = [
         ("train_sft", {"families": ["juggling"]}, "families"),
@@ -192,7 +218,8 @@ def test_rollouts_evidence_keyframes_and_evaluation(run_dir, seeded):
 
     async def main():
         async with Client(build_server(run_dir)) as c:
-            job = await ok(c, "collect_rollouts", {"scene_ids": [seeded["scene_id"]], "tag": "t", "seed": 5})
+            job = await ok(c, "collect_rollouts", {"scene_ids": [seeded["scene_id"]], "per_scene": 1, "tag": "t",
+                                                     "seed": 5})
             assert job["kind"] == "rollouts"
             done = await finish(c, job["job_id"])
             assert done["state"] == "succeeded", done

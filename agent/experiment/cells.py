@@ -1,0 +1,179 @@
+"""Running cells: the shared base policy of a seed (made by the trainer server), one (method, seed) cell through
+the four MCP servers, and the program-transfer cell."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from agent.experiment.common import DEFAULT_BACKBONE, cell_name, code_commit, say, write_json
+from agent.experiment.metrics import mean_ood, summarize
+from agent.methods import get_method
+from agent.presets import Preset
+from sim.constants import SUITES
+
+
+def base_fields(preset: Preset) -> dict:
+    return {"families": list(preset.families), "demos_per_family": preset.demos_per_family,
+            "sft_updates": preset.sft_updates, "eval_per_suite": preset.eval_per_suite}
+
+
+def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BACKBONE) -> dict:
+    """The base policy of a seed (SFT on the seed demonstrations) and its evaluation, trained once per experiment
+    and reused by every cell of that seed. Returns {"checkpoint", "eval", "seconds"}."""
+    from agent.hub import Hub, stdio_specs
+    from agent.loop import run_job
+
+    d = out / "base" / f"{backbone}-s{seed}"
+    ckpt, ev, meta = d / "checkpoints" / "base.pt", d / "eval.json", d / "meta.json"
+    want = {**base_fields(preset), "seed": seed, "backbone": backbone}
+    if meta.exists() and json.loads(meta.read_text()).get("config") != want:
+        raise ValueError(f"{d} holds a base policy for another configuration; use another --out")
+    if ckpt.exists() and ev.exists():
+        return {"checkpoint": str(ckpt), "eval": json.loads(ev.read_text()),
+                "seconds": json.loads(meta.read_text()).get("seconds", 0.0)}
+    say(f"base policy {backbone} seed {seed}: SFT on {preset.demos_per_family} demos per family, "
+        f"{preset.sft_updates} updates")
+    t0 = time.perf_counter()
+    with Hub(stdio_specs(d, names=("trainer",))) as hub:  # the trainer server of the base directory
+        if not ckpt.exists():
+            run_job(hub, "train_sft", families=list(preset.families), demos_per_family=preset.demos_per_family,
+                    updates=preset.sft_updates, backbone=backbone, seed=seed)
+        else:
+            hub.call("trainer", "load_checkpoint", {"tag": "base"})
+        result = run_job(hub, "evaluate", families=list(preset.families), suites=list(SUITES),
+                         n=preset.eval_per_suite)
+    seconds = round(time.perf_counter() - t0, 1)
+    write_json(meta, {"config": want, "seconds": seconds})
+    write_json(ev, result)
+    say(f"base {backbone} seed {seed}: mean OOD {100 * mean_ood(result):.1f}% ({seconds:.0f} s)")
+    return {"checkpoint": str(ckpt), "eval": result, "seconds": seconds}
+
+
+def run_cell(out: Path, method: str, seed: int, preset: Preset, base: dict, *, backbone: str = DEFAULT_BACKBONE,
+             memory_from: Path | None = None, embedder: str | None = None, backend: str = "offline") -> dict:
+    """Run one (method, seed) cell through the four MCP servers, from the shared base policy. Returns its result
+    (also written to DIR/cells/<cell>.json)."""
+    from agent.hub import Hub, stdio_specs
+    from agent.loop import CoEvolution
+    from agent.roles.factory import make_roles
+
+    name = cell_name(method, seed, backbone)
+    run_dir = out / "runs" / name
+    with Hub(stdio_specs(run_dir, extra_args=server_args(base, embedder))) as hub:
+        install_base(hub, base)
+        loop = CoEvolution(hub, make_roles(backend), run_dir, preset, name, method=get_method(method), seed=seed,
+                           base={"tag": "base", "eval": base["eval"]}, memory_from=memory_from, early_stop=False)
+        state = loop.run()
+    try:
+        from agent.report import write_report
+
+        write_report(state, run_dir)
+    except Exception as exc:  # noqa: BLE001 - the report is a convenience; the cell result is what counts
+        say(f"report of {name} not written: {exc}")
+    result = summarize(state, method=method, seed=seed, backbone=backbone, base=base)
+    write_json(out / "cells" / f"{name}.json", result)
+    return result
+
+
+def load_programs(out: Path, seeds: list[int]) -> list[dict]:
+    """Validated generation programs of the CoDA cells (from their memory exports), each with its mode's phase."""
+    progs = []
+    for s in seeds:
+        exp = out / "runs" / cell_name("coda", s) / "exports" / "memory"
+        if not (exp / "generation_programs.jsonl").exists():
+            continue
+        modes = {m["id"]: m for m in map(json.loads, (exp / "modes.jsonl").read_text().splitlines()) if m}
+        for line in (exp / "generation_programs.jsonl").read_text().splitlines():
+            g = json.loads(line)
+            mode = modes.get(g["mode_id"], {})
+            progs.append({**g, "phase": mode.get("phase"), "source_seed": s})
+    return sorted(progs, key=lambda g: g["id"])
+
+
+def run_program_transfer(out: Path, seed: int, preset: Preset, base: dict, programs: list[dict], *,
+                         embedder: str | None = None) -> dict:
+    """Learning progress on environments made by generation programs of the same family, of other families, and
+    by uniform variants (scratch), per target family, each condition from the same base policy."""
+    import numpy as np
+
+    from agent.hub import Hub, stdio_specs
+    from agent.loop import CoEvolution
+    from agent.methods import uniform_variant
+    from agent.roles.engine import OfflineEngine
+    from agent.roles.factory import make_roles
+    from memory_store.schema import GenerationProgram
+
+    name = f"program_transfer-s{seed}"
+    run_dir = out / "runs" / name
+    engine = OfflineEngine()
+    n_env, per_scene = preset.targeted_per_family, max(2, preset.rollouts_per_scene)
+    results: dict[str, dict] = {}
+    partial = run_dir / "partial.json"
+    if partial.exists():
+        results = json.loads(partial.read_text())
+    with Hub(stdio_specs(run_dir, extra_args=server_args(base, embedder))) as hub:
+        install_base(hub, base)
+        engine.connect(hub)
+        loop = CoEvolution(hub, make_roles("offline"), run_dir, preset, name, seed=seed,
+                           base={"tag": "base", "eval": base["eval"]})
+        for fi, family in enumerate(preset.families):
+            conditions = {"within": [g for g in programs if g["family"] == family],
+                          "cross": [g for g in programs if g["family"] != family], "scratch": None}
+            for cond, pool in conditions.items():
+                key = f"{family}/{cond}"
+                if key in results:
+                    continue
+                if pool is not None and not pool:
+                    results[key] = {"programs": 0, "envs": 0, "lp": None}
+                    write_json(partial, results)
+                    continue
+                rng = np.random.default_rng([seed, fi, len(key)])
+                made, i = [], 0
+                while len(made) < n_env and i < 8 * n_env:
+                    spec = loop.family_scene(family, 700_000 + 10_000 * seed + 100 * fi + i)
+                    if pool is None:
+                        v = uniform_variant(engine, spec, rng)
+                        made += [v] if v is not None else []
+                    else:
+                        g = pool[i % len(pool)]
+                        prog = GenerationProgram.model_validate({k: v for k, v in g.items()
+                                                                 if k not in ("phase", "source_seed")})
+                        made += engine.apply_generation_program(prog, spec, 1, seed=i, phase=g["phase"])[:1]
+                    i += 1
+                scenes = [loop._create(90 + fi, pr, None) for pr in made]
+                ids = [s["scene_id"] for s in scenes if s["verified"]]
+                if not ids:
+                    results[key] = {"programs": len(pool or []), "envs": 0, "lp": None}
+                    write_json(partial, results)
+                    continue
+                loop.call("trainer", "load_checkpoint", tag="base")
+                tag = f"t{fi}{cond[:2]}"
+                before = loop.job("collect_rollouts", scene_ids=ids, per_scene=per_scene, seed=seed, tag=tag + "b")
+                loop.job("start_training", rollout_ids=[x["rollout_id"] for x in before],
+                         demo_families=list(preset.families), demos_per_family=max(1, preset.demos_per_family // 2),
+                         critic_updates=preset.critic_updates, policy_updates=preset.policy_updates, lora=preset.lora)
+                after = loop.job("collect_rollouts", scene_ids=ids, per_scene=per_scene, seed=seed + 1, tag=tag + "a")
+                b = sum(x["success"] for x in before) / len(before)
+                a = sum(x["success"] for x in after) / len(after)
+                results[key] = {"programs": len(pool or []), "envs": len(ids), "before": b, "after": a, "lp": a - b}
+                say(f"  program transfer {key}: {len(ids)} envs, success {b:.2f} -> {a:.2f}")
+                write_json(partial, results)
+    result = {"cell": name, "method": "program_transfer", "seed": seed, "backbone": DEFAULT_BACKBONE,
+              "commit": code_commit(), "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "conditions": results,
+              "programs": [{k: g[k] for k in ("id", "family", "factor", "phase", "source_seed")} for g in programs]}
+    write_json(out / "cells" / f"{name}.json", result)
+    return result
+
+
+def server_args(base: dict, embedder: str | None = None) -> dict[str, list[str]]:
+    """Extra command-line arguments of a cell's servers: the trainer may install checkpoints from the base
+    policy's folder; the memory server's embedder."""
+    extra = {"trainer": ["--import-checkpoints", str(Path(base["checkpoint"]).parent)]}
+    return {**extra, "memory": ["--embedder", embedder]} if embedder else extra
+
+
+def install_base(hub, base: dict) -> dict:
+    """Install the shared base policy in the cell's trainer as checkpoint `base` (a resumed cell keeps its own)."""
+    return hub.call("trainer", "install_checkpoint", {"name": Path(base["checkpoint"]).stem, "tag": "base"}).data

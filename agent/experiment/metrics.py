@@ -1,0 +1,110 @@
+"""Metrics of a finished cell: OOD success, coverage entropy, targeting precision, the learning curve; means and
+standard errors over seeds; updates to a success threshold."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+
+from agent.experiment.common import cell_name, code_commit
+from sim.constants import OOD_SUITES
+
+
+def mean_ood(evals: list[dict], family: str | None = None) -> float:
+    xs = [e["success_rate"] for e in evals if e["suite"] in OOD_SUITES and (family is None or e["family"] == family)]
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def suite_mean(evals: list[dict], suite: str) -> float:
+    xs = [e["success_rate"] for e in evals if e["suite"] == suite]
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def coverage_entropy(scenes: list[dict]) -> float:
+    """Shannon entropy (bits) of accepted environments over (family, varied factor, operator)."""
+    counts: dict[tuple, int] = defaultdict(int)
+    for s in scenes:
+        if s["verified"]:
+            counts[(s["family"], s.get("factor") or s["batch"], s.get("operator") or "-")] += 1
+    n = sum(counts.values())
+    return -sum(c / n * math.log2(c / n) for c in counts.values()) if n else 0.0
+
+
+def targeting_precision(rollouts: list[dict], diagnoses: list[dict]) -> float | None:
+    """Of the rollouts in targeted environments that were judged (succeeded, or failed and diagnosed), the share
+    whose failure the critic put in the mode the environment targeted."""
+    diag = {d["rollout_id"]: d for d in diagnoses}
+    judged = hits = 0
+    for x in rollouts:
+        if x["batch"] != "targeted":
+            continue
+        if x["success"]:
+            judged += 1
+        elif x["rollout_id"] in diag:
+            judged += 1
+            hits += diag[x["rollout_id"]]["mode_id"] == x["mode_id"]
+    return hits / judged if judged else None
+
+
+def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict | None = None) -> dict:
+    from agent.report import run_metrics
+
+    steps = state["steps"]
+    rounds = sorted(int(k[1:].split(".")[0]) for k in steps if k.startswith("r") and k.endswith(".eval"))
+    curve = [{"round": 0, "policy_updates": 0, "critic_updates": 0, "eval": steps["eval.before"]["result"]}]
+    pu = cu = 0
+    for r in rounds:
+        t = steps.get(f"r{r}.train", {}).get("result", {})
+        if "skipped" not in t:
+            pu += t.get("policy_updates", state["preset"]["policy_updates"])
+            cu += state["preset"]["critic_updates"]
+        curve.append({"round": r + 1, "policy_updates": pu, "critic_updates": cu, "eval": steps[f"r{r}.eval"]["result"]})
+    scenes = [s for k, v in steps.items() if k.endswith(".generate") for s in v["result"]]
+    rollouts = [x for k, v in steps.items() if k.endswith(".rollouts") for x in v["result"]]
+    diagnoses = [d for k, v in steps.items() if k.endswith(".diagnose") for d in v["result"]]
+    batches: dict[str, dict[str, int]] = {}
+    for r in rounds:
+        b: dict[str, int] = defaultdict(int)
+        for s in steps[f"r{r}.generate"]["result"]:
+            if s["verified"]:
+                b[s["batch"]] += 1
+        batches[f"r{r}"] = dict(b)
+    after, before = steps["eval.after"]["result"], steps["eval.before"]["result"]
+    trains = [steps[f"r{r}.train"]["result"] for r in rounds if f"r{r}.train" in steps]
+    metrics = {**run_metrics(state), "coverage_entropy_bits": coverage_entropy(scenes),
+               "targeting_precision": targeting_precision(rollouts, diagnoses),
+               "shaped_rollouts": sum(t.get("shaped_rollouts", 0) for t in trains),
+               "reused_potentials": sum(t.get("reused_potentials", 0) for t in trains),
+               "accepted_per_round": [sum(batches[f"r{r}"].values()) for r in rounds],
+               "cell_wall_seconds": state.get("wall_seconds"),
+               "base_seconds": (base or {}).get("seconds")}
+    return {
+        "cell": cell_name(method, seed, backbone), "method": method, "seed": seed, "backbone": backbone,
+        "preset": state["preset"], "commit": code_commit(), "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "ood": {f: mean_ood(after, f) for f in state["preset"]["families"]},
+        "ood_before": {f: mean_ood(before, f) for f in state["preset"]["families"]},
+        "in_dist": suite_mean(after, "in"), "in_dist_before": suite_mean(before, "in"),
+        "mean_ood": mean_ood(after), "mean_ood_before": mean_ood(before),
+        "curve": [{**c, "mean_ood": mean_ood(c["eval"]), "in_dist": suite_mean(c["eval"], "in")} for c in curve],
+        "batches": batches, "metrics": metrics, "eval_after": after,
+    }
+
+
+def mean_se(xs: list[float]) -> tuple[float | None, float | None, int]:
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    if not xs:
+        return None, None, 0
+    m = sum(xs) / len(xs)
+    se = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs)) if len(xs) > 1 else None
+    return m, se, len(xs)
+
+
+def updates_to_threshold(cell: dict, gain: float) -> tuple[float, int | None]:
+    """(threshold, policy updates at the first evaluation whose mean OOD success reaches it; None if never)."""
+    thr = cell["mean_ood_before"] + gain
+    for c in cell["curve"]:
+        if c["mean_ood"] >= thr - 1e-9 and c["round"] > 0:
+            return thr, c["policy_updates"]
+    return thr, None
+

@@ -1,0 +1,215 @@
+"""The experiment's tables (markdown and JSON) and plots, rebuilt from the finished cells."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from agent.experiment.common import (
+    DEFAULT_BACKBONE,
+    THRESHOLD_GAIN,
+    TRANSFER_BACKBONE,
+    cell_name,
+    load_cells,
+    plan_cells,
+    say,
+    write_json,
+)
+from agent.experiment.metrics import mean_se, updates_to_threshold
+from agent.methods import MAIN
+from sim.constants import FAMILIES
+
+
+def _fmt(m: float | None, se: float | None = None, scale: float = 100.0, digits: int = 1) -> str:
+    if m is None:
+        return "pending"
+    s = f"{scale * m:.{digits}f}"
+    return s + (f" ± {scale * se:.{digits}f}" if se is not None else "")
+
+
+def _md(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, methods: list[str] | None = None,
+                 seeds: list[int] | None = None) -> dict:
+    main = [c for c in cells if c["backbone"] == DEFAULT_BACKBONE and c["method"] != "program_transfer"]
+    by_method: dict[str, list[dict]] = defaultdict(list)
+    for c in main:
+        by_method[c["method"]].append(c)
+    order = list(dict.fromkeys([*(methods or []), *[m for m in MAIN if m in by_method], *sorted(by_method)]))
+    families = sorted({f for c in main for f in c["ood"]}, key=lambda f: FAMILIES.index(f)) or list(FAMILIES)
+    ood_rows, ood_json = [], {}
+    base_cells = {c["seed"]: c for c in main}
+    if base_cells:
+        row = {f: mean_se([c["ood_before"][f] for c in base_cells.values()]) for f in families}
+        row["mean"] = mean_se([c["mean_ood_before"] for c in base_cells.values()])
+        row["in_dist"] = mean_se([c.get("in_dist_before") for c in base_cells.values()])
+        row["gain"] = (None, None, 0)
+        ood_json["base (before rounds)"] = row
+    for m in order:
+        cs = by_method.get(m, [])
+        row = {f: mean_se([c["ood"].get(f) for c in cs]) for f in families}
+        row["mean"] = mean_se([c["mean_ood"] for c in cs])
+        row["in_dist"] = mean_se([c["in_dist"] for c in cs])
+        row["gain"] = mean_se([c["mean_ood"] - c["mean_ood_before"] for c in cs])
+        ood_json[m] = row
+    for m, row in ood_json.items():
+        gain = "–" if row["gain"][0] is None else _fmt(*row["gain"][:2]).replace("pending", "–")
+        ood_rows.append([m, *[_fmt(*row[f][:2]) for f in families], _fmt(*row["mean"][:2]), gain,
+                         _fmt(*row["in_dist"][:2]), row["mean"][2]])
+    ood_md = _md(["method", *families, "mean OOD", "Δ vs own base (pts)", "in-dist", "seeds"], ood_rows)
+
+    metric_keys = ("verification_pass_rate", "coverage_entropy_bits", "targeting_precision", "refutation_rate",
+                   "accepted", "diagnoses", "shaped_rollouts", "sim_hours_per_1000_accepted",
+                   "tokens_per_1000_accepted", "cell_wall_seconds")
+    metrics_json = {m: {k: mean_se([c["metrics"].get(k) for c in by_method.get(m, [])]) for k in metric_keys}
+                    for m in order}
+    metric_rows = [[m, *[("–" if v[0] is None else f"{v[0]:.3g}") for v in metrics_json[m].values()]] for m in order]
+    metrics_md = _md(["method", *metric_keys], metric_rows)
+
+    t2p_json, t2p_rows = {}, []
+    for m in ("sparse", "potential_from_task", "coda"):
+        cs = by_method.get(m, [])
+        reached = [updates_to_threshold(c, threshold_gain)[1] for c in cs]
+        hit = [u for u in reached if u is not None]
+        t2p_json[m] = {"seeds": len(cs), "reached": len(hit), "updates_mean": mean_se(hit)[0],
+                       "final_mean_ood": mean_se([c["mean_ood"] for c in cs])[:2],
+                       "shaped_rollouts": mean_se([c["metrics"].get("shaped_rollouts") for c in cs])[0],
+                       "max_updates": max((c["curve"][-1]["policy_updates"] for c in cs), default=None)}
+    for m, v in t2p_json.items():
+        if not v["seeds"]:
+            t2p_rows.append([m, "pending", "pending", "pending", "pending"])
+            continue
+        upd = "not reached" if v["updates_mean"] is None else f"{v['updates_mean']:.0f}"
+        t2p_rows.append([m, f"{v['reached']}/{v['seeds']}", f"{upd} (of {v['max_updates']})",
+                         _fmt(*v["final_mean_ood"]), f"{v['shaped_rollouts']:.0f}"])
+    sp, co = t2p_json["sparse"]["updates_mean"], t2p_json["coda"]["updates_mean"]
+    t2p_json["fewer_updates_with_potential"] = (1 - co / sp) if sp and co is not None else None
+    t2p_md = _md(["method", "seeds reaching base + %.0f pts" % (100 * threshold_gain), "policy updates to reach",
+                  "final mean OOD", "shaped rollouts per run"], t2p_rows)
+
+    bb = {m: [c for c in cells if c["backbone"] == TRANSFER_BACKBONE and c["method"] == m]
+          for m in ("sft", "coda", "memory_transfer")}
+    bb_json, bb_rows = {}, []
+    labels = {"sft": "deepsets SFT", "coda": "deepsets CoDA (own generation)",
+              "memory_transfer": "deepsets on transformer CoDA memory (no generation)"}
+    for m, cs in bb.items():
+        row = {f: mean_se([c["ood"].get(f) for c in cs]) for f in families}
+        row["mean"] = mean_se([c["mean_ood"] for c in cs])
+        row["generated"] = mean_se([c["metrics"].get("scenes") if m != "memory_transfer" else 0 for c in cs])
+        bb_json[labels[m]] = row
+        bb_rows.append([labels[m], *[_fmt(*row[f][:2]) for f in families], _fmt(*row["mean"][:2]), row["mean"][2]])
+    bb_md = _md(["backbone / data", *families, "mean OOD", "seeds"], bb_rows)
+
+    pt = [c for c in cells if c["method"] == "program_transfer"]
+    pt_json, pt_rows = {}, []
+    for f in families:
+        row = {}
+        for cond in ("within", "cross", "scratch"):
+            lps = [c["conditions"].get(f"{f}/{cond}", {}).get("lp") for c in pt]
+            envs = [c["conditions"].get(f"{f}/{cond}", {}).get("envs", 0) for c in pt]
+            progs = [c["conditions"].get(f"{f}/{cond}", {}).get("programs", 0) for c in pt]
+            row[cond] = {"lp": mean_se(lps), "envs": sum(envs), "programs": max(progs, default=0)}
+        w, x = row["within"]["lp"][0], row["cross"]["lp"][0]
+        row["cross_over_within"] = (x / w) if (w and x is not None and abs(w) > 1e-9) else None
+        pt_json[f] = row
+        pt_rows.append([f, *[("pending" if not pt else "n/a (no program)" if row[c]["lp"][0] is None else
+                              f"{_fmt(*row[c]['lp'][:2])} ({row[c]['envs']} envs, {row[c]['programs']} progs)")
+                             for c in ("within", "cross", "scratch")],
+                        "–" if row["cross_over_within"] is None else f"{row['cross_over_within']:.2f}"])
+    pt_md = _md(["target family", "LP within-family programs", "LP cross-family programs", "LP scratch (uniform)",
+                 "cross / within"], pt_rows)
+    return {"ood": ood_json, "ood_md": ood_md, "metrics": metrics_json, "metrics_md": metrics_md,
+            "text2potential": t2p_json, "text2potential_md": t2p_md, "backbone_transfer": bb_json,
+            "backbone_transfer_md": bb_md, "program_transfer": pt_json, "program_transfer_md": pt_md,
+            "families": families, "methods": order, "cells": sorted(c["cell"] for c in cells),
+            "threshold_gain": threshold_gain}
+
+
+def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
+    out = Path(out)
+    config = json.loads((out / "experiment.json").read_text()) if (out / "experiment.json").exists() else {}
+    cells = load_cells(out)
+    t = build_tables(cells, threshold_gain, config.get("methods"), config.get("seeds"))
+    planned = plan_cells(config.get("methods", []), config.get("seeds", []), config.get("transfer", False),
+                         config.get("transfer_seeds", []))
+    done = set(t["cells"])
+    pending = [cell_name(c["method"], c["seed"], c["backbone"]) for c in planned
+               if cell_name(c["method"], c["seed"], c["backbone"]) not in done]
+    t["pending_cells"] = pending
+    write_json(out / "results.json", {k: v for k, v in t.items() if not k.endswith("_md")})
+    md = [f"# Experiment {out.name}", "",
+          f"{len(done)} cells finished, {len(pending)} pending" + (f": {', '.join(pending)}" if pending else "") + ".",
+          "", "## OOD success per family × method (%, mean ± s.e. over seeds; 'base' = the shared SFT policies)", "",
+          t["ood_md"], "", "## Data-engine metrics (mean over seeds)", "", t["metrics_md"], "",
+          f"## Text2potential ablation (threshold = each seed's base mean OOD + {100 * threshold_gain:.0f} points)",
+          "", t["text2potential_md"], "", "## Transfer: memory across backbones", "", t["backbone_transfer_md"], "",
+          "## Transfer: generation programs across families (learning progress, points)", "",
+          t["program_transfer_md"], ""]
+    if cells:
+        try:
+            plot(t, out / "ood_by_method.png")
+            plot_curves(cells, out / "curves.png")
+            md += ["![OOD success by method](ood_by_method.png)", "",
+                   "![Mean OOD success after each round (mean over seeds)](curves.png)", ""]
+        except Exception as exc:  # noqa: BLE001 - tables stand without the plot
+            say(f"plot not written: {exc}")
+    (out / "results.md").write_text("\n".join(md))
+    return t
+
+
+def plot(t: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = {m: v for m, v in t["ood"].items() if v["mean"][0] is not None}
+    fams = t["families"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1, 2]})
+    names = list(rows)
+    a1.bar(range(len(names)), [100 * rows[m]["mean"][0] for m in names],
+           yerr=[100 * (rows[m]["mean"][1] or 0) for m in names], capsize=3, color="tab:blue")
+    a1.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
+    a1.set_ylabel("mean OOD success %")
+    a1.set_title("Mean over families (± s.e. over seeds)")
+    width = 0.8 / max(len(names), 1)
+    for i, m in enumerate(names):
+        ys = [100 * (rows[m][f][0] or 0) for f in fams]
+        es = [100 * (rows[m][f][1] or 0) for f in fams]
+        a2.bar([j + i * width for j in range(len(fams))], ys, width, yerr=es, capsize=2, label=m)
+    a2.set_xticks([j + 0.4 - width / 2 for j in range(len(fams))], fams)
+    a2.set_title("OOD success per family")
+    a2.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_curves(cells: list[dict], path: Path) -> None:
+    """Mean OOD success after each round against cumulative policy updates, per method (mean over seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_method: dict[str, list[dict]] = defaultdict(list)
+    for c in cells:
+        if c.get("curve") and c["backbone"] == DEFAULT_BACKBONE and c["method"] != "sft":
+            by_method[c["method"]].append(c)
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for m, cs in by_method.items():
+        n = min(len(c["curve"]) for c in cs)
+        xs = [c["curve"][i]["round"] for c in cs[:1] for i in range(n)]
+        ys = [100 * sum(c["curve"][i]["mean_ood"] for c in cs) / len(cs) for i in range(n)]
+        ax.plot(xs, ys, marker="o", label=f"{m} ({len(cs)} seeds)")
+    ax.set_xlabel("round (0 = shared base policy)")
+    ax.set_ylabel("mean OOD success %")
+    if by_method:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
