@@ -11,19 +11,20 @@ from scripted_llm_server import ScriptedLLMServer, reply
 
 from agent.llm import LLMOutputError, TokenLedger
 from agent.roles import CompileRequest, WriteRequest, make_roles
-from agent.roles.planted import attempt
-from agent.roles.potential_templates import write_program
-from agent.roles.rollouts import planner_trace
+from sim.engine.planted import attempt
+from sim.engine.potential_templates import write_program
 from sim.evidence.timeline import build_evidence
+from sim.trace import planner_trace
 
 PROVIDERS = ["anthropic", "openai"]
 EXAMPLE = (Path(__file__).resolve().parents[2] / "examples" / "scenes" / "pick_place.py").read_text()
 CLASHING = EXAMPLE.replace('place(bowl, on="table", near=mug, gap=0.08)', 'place(bowl, on="table", xy=(0.45, -0.10))')
 
 
-def roles_for(provider: str, server: ScriptedLLMServer, ledger: TokenLedger, **kw):
+def roles_for(provider: str, server: ScriptedLLMServer, ledger: TokenLedger, hub=None, **kw):
     url = server.url if provider == "anthropic" else server.openai_url
-    return make_roles(provider, base_url=url, api_key="test-key", ledger=ledger, **kw)
+    roles = make_roles(provider, base_url=url, api_key="test-key", ledger=ledger, **kw)
+    return roles.connect(hub) if hub is not None else roles
 
 
 def user_texts(server: ScriptedLLMServer, i: int) -> str:
@@ -58,7 +59,7 @@ def test_critic_good_answer_with_keyframes(provider, failure):
     obj = build_evidence(trace).goals[0].obj
     ledger = TokenLedger()
     with ScriptedLLMServer([reply(diagnosis_json(obj), input_tokens=900, output_tokens=60)]) as server:
-        d = roles_for(provider, server, ledger).critic.diagnose(trace)
+        d = roles_for(provider, server, ledger).critic.diagnose(build_evidence(trace, render=True))
     assert (d.factor, d.phase) == ("execution", "lift") and obj in d.cause
     body = json.dumps(server.requests[0].body)
     assert "Phase timeline" in body and obj in body and '"approach' in body  # evidence text and schema enum
@@ -73,7 +74,7 @@ def test_critic_repairs_a_malformed_answer(provider, failure):
     ledger = TokenLedger()
     script = [reply("it dropped the thing"), reply(diagnosis_json(obj, phase="grab")), reply(diagnosis_json(obj))]
     with ScriptedLLMServer(script) as server:
-        d = roles_for(provider, server, ledger, images=False).critic.diagnose(trace)
+        d = roles_for(provider, server, ledger, images=False).critic.diagnose(build_evidence(trace))
     assert d.phase == "lift" and len(server.requests) == 3
     assert "not valid JSON" in user_texts(server, 1) or "no JSON object" in user_texts(server, 1)
     assert "field 'phase'" in user_texts(server, 2)
@@ -86,7 +87,7 @@ def test_critic_answer_that_never_validates_is_rejected(provider, failure):
     vague = diagnosis_json("thing", cause="something went wrong somewhere in the middle")
     with ScriptedLLMServer([reply(vague)] * 3) as server:
         with pytest.raises(LLMOutputError, match="critic: .* after 3 attempt") as info:
-            roles_for(provider, server, TokenLedger(), images=False).critic.diagnose(trace)
+            roles_for(provider, server, TokenLedger(), images=False).critic.diagnose(build_evidence(trace))
     assert "must name the objects" in info.value.last_error and len(server.requests) == 3
 
 
@@ -98,10 +99,10 @@ def program_answer(source: str) -> str:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_engine_writes_a_verified_program(provider):
+def test_engine_writes_a_verified_program(provider, hub):
     ledger = TokenLedger()
     with ScriptedLLMServer([reply(program_answer(EXAMPLE), input_tokens=5000, output_tokens=300)]) as server:
-        program = roles_for(provider, server, ledger).engine.write(
+        program = roles_for(provider, server, ledger, hub).engine.write(
             WriteRequest(family="pick_place", mode="a mug in a bowl", seed=3))
     assert program.source.strip() == EXAMPLE.strip() and program.operator == "llm" and program.seed == 3
     system = json.dumps(server.requests[0].body)
@@ -110,11 +111,11 @@ def test_engine_writes_a_verified_program(provider):
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_engine_repairs_from_verifier_errors(provider):
+def test_engine_repairs_from_verifier_errors(provider, hub):
     ledger = TokenLedger()
     script = [reply(program_answer("scene = Scene(")), reply(program_answer(CLASHING)), reply(program_answer(EXAMPLE))]
     with ScriptedLLMServer(script) as server:
-        program = roles_for(provider, server, ledger).engine.write(
+        program = roles_for(provider, server, ledger, hub).engine.write(
             WriteRequest(family="pick_place", mode="vary the layout", factor="layout", parent_program=EXAMPLE))
     assert program.source.strip() == EXAMPLE.strip()
     assert "SyntaxError" in user_texts(server, 1)
@@ -124,10 +125,10 @@ def test_engine_repairs_from_verifier_errors(provider):
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_engine_program_that_never_verifies_is_rejected(provider):
+def test_engine_program_that_never_verifies_is_rejected(provider, hub):
     with ScriptedLLMServer([reply(program_answer(CLASHING))] * 3) as server:
         with pytest.raises(LLMOutputError, match="engine: .* after 3 attempt") as info:
-            roles_for(provider, server, TokenLedger()).engine.write(WriteRequest(family="pick_place", mode="m"))
+            roles_for(provider, server, TokenLedger(), hub).engine.write(WriteRequest(family="pick_place", mode="m"))
     assert "collision_free" in info.value.last_error and len(server.requests) == 3
 
 
@@ -138,7 +139,7 @@ def compile_request(failure):
     from agent.roles.critic import OfflineCritic
 
     trace, demo = failure
-    return CompileRequest(OfflineCritic().diagnose(trace), trace.spec, rollouts=[trace], demos=[demo])
+    return CompileRequest(OfflineCritic().diagnose(build_evidence(trace)), trace.spec, rollouts=[trace], demos=[demo])
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -176,15 +177,15 @@ def test_compiler_program_that_never_passes_is_rejected(provider, failure):
     assert "SUBGOALS" in info.value.last_error
 
 
-def test_tokens_are_counted_per_role(failure):
+def test_tokens_are_counted_per_role(failure, hub):
     trace, _ = failure
     obj = build_evidence(trace).goals[0].obj
     ledger = TokenLedger()
     script = [reply(diagnosis_json(obj), input_tokens=100, output_tokens=10),
               reply(program_answer(EXAMPLE), input_tokens=200, output_tokens=20)]
     with ScriptedLLMServer(script) as server:
-        roles = roles_for("openai", server, ledger, images=False)
-        roles.critic.diagnose(trace)
+        roles = roles_for("openai", server, ledger, hub, images=False)
+        roles.critic.diagnose(build_evidence(trace))
         roles.engine.write(WriteRequest(family="pick_place", mode="m"))
     per_role = ledger.to_dict()["roles"]
     assert per_role["critic"]["total_tokens"] == 110 and per_role["engine"]["total_tokens"] == 220

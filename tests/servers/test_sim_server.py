@@ -25,6 +25,15 @@ TOOLS = {
     "list_scenes": (True, False, True),
     "render_scene": (True, False, True),
     "run_planner": (False, False, True),
+    "sample_programs": (True, False, True),
+    "vary_scene": (True, False, True),
+    "domain_randomize_scene": (True, False, True),
+    "scene_program": (True, False, True),
+    "variation_operators": (True, False, True),
+    "scene_objects": (True, False, True),
+    "program_reference": (True, False, True),
+    "potential_template": (True, False, True),
+    "plant_failures": (True, False, True),
 }
 
 
@@ -137,3 +146,34 @@ def test_errors_say_what_to_fix_and_the_server_keeps_serving(server):
             assert (await ok(c, "create_scene", {"source": SCENE_PROGRAM}))["scene_id"]  # still serving
 
     run(main())
+
+
+def test_engine_tools_make_programs_without_storing(server):
+    async def main():
+        async with Client(server) as c:
+            (seed,) = (await ok(c, "sample_programs", {"family": "pick_place", "start_seed": 3}))["result"]
+            spec = (await ok(c, "get_scene", {"scene_id": (await ok(c, "sample_scene", {
+                "family": "pick_place", "seed": 3}))["scene_id"]}))["spec"]
+            assert seed["spec_hash"] == spec_hash_of(spec) and seed["seed"] == 3
+            made = await ok(c, "vary_scene", {"spec": spec, "factor": "layout", "n": 2, "operators": ["rotate"]})
+            assert [p["operator"] for p in made["programs"]] == ["rotate", "rotate"] and "target" in made["roles"]
+            assert (await ok(c, "scene_program", {"spec": spec}))["spec_hash"] == seed["spec_hash"]
+            ops = (await ok(c, "variation_operators"))
+            ops = ops.get("result", ops)
+            assert set(ops) == {"task", "layout", "attributes"} and "resample" in ops["layout"]
+            assert "unknown layout operators ['fly']" in await err(c, "vary_scene", {
+                "spec": spec, "factor": "layout", "n": 1, "operators": ["fly"]})
+            assert "ranges lacks" in await err(c, "domain_randomize_scene", {
+                "spec": spec, "ranges": {"mass": [1, 2]}, "rng_state": {}})
+            source = await ok(c, "potential_template", {"spec": spec, "factor": "spatial", "phase": "approach",
+                                                         "cause": "the gripper hit the bowl"})
+            assert "SUBGOALS = " in source.get("result", "")
+            assert (await ok(c, "list_scenes"))["total"] == 1  # only sample_scene stored anything
+
+    run(main())
+
+
+def spec_hash_of(spec: dict) -> str:
+    from sim.spec import SceneSpec
+
+    return SceneSpec.model_validate(spec).spec_hash()
