@@ -4,14 +4,33 @@ the four MCP servers, and the program-transfer cell."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 from agent.experiment.common import DEFAULT_BACKBONE, cell_name, code_commit, say, write_json
 from agent.experiment.metrics import mean_ood, summarize
+from agent.hub import ServerSpec
 from agent.methods import get_method
 from agent.presets import Preset
 from sim.constants import SUITES
+
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+"""thread settings of this process that the base policy's trainer server gets (MCP's stdio client passes a
+server only a short list of variables, and the SFT's arithmetic depends on the thread count)"""
+
+
+class BaseTrainer(ServerSpec):
+    """The stdio trainer server of a base directory, with this process's thread settings: the base policy trains
+    as it would in this process (the same weights for the same seed)."""
+
+    def __init__(self, spec: ServerSpec):
+        super().__init__(name=spec.name, command=spec.command, args=list(spec.args))
+
+    def target(self):
+        params = super().target()
+        params.env = {k: os.environ[k] for k in THREAD_ENV if k in os.environ}
+        return params
 
 
 def base_fields(preset: Preset) -> dict:
@@ -36,7 +55,7 @@ def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BA
     say(f"base policy {backbone} seed {seed}: SFT on {preset.demos_per_family} demos per family, "
         f"{preset.sft_updates} updates")
     t0 = time.perf_counter()
-    with Hub(stdio_specs(d, names=("trainer",))) as hub:  # the trainer server of the base directory
+    with Hub([BaseTrainer(spec) for spec in stdio_specs(d, names=("trainer",))]) as hub:
         if not ckpt.exists():
             run_job(hub, "train_sft", families=list(preset.families), demos_per_family=preset.demos_per_family,
                     updates=preset.sft_updates, backbone=backbone, seed=seed)
