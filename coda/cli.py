@@ -23,11 +23,23 @@ COMMANDS = {
 }
 
 
+WORDS: list[str] = []
+"""the positional words of the command line being parsed (command groups import only what they run)"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (what is wrong and what is valid) and a pointer to --help, exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="coda", description=__doc__)
+    parser = Parser(prog="coda", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     sub = parser.add_subparsers(dest="command", required=True)
     words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
+    WORDS[:] = words
     # import only the command group being run (each pulls in heavy libraries); all of them for --help
     chosen = {words[0]: COMMANDS[words[0]]} if words and words[0] in COMMANDS else COMMANDS
     for name, module in chosen.items():
@@ -72,7 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`, which closed early
         sys.stderr.close()
         return 0
+    except (ValueError, LookupError, OSError) as exc:  # bad input or an unusable path: one line, no traceback
+        if args.verbose:
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"coda {args.command}: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from coda.cli import main as _main  # one module instance (the command groups import coda.cli), not a copy
+
+    sys.exit(_main())

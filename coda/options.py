@@ -26,3 +26,58 @@ def executor_argv(args: argparse.Namespace) -> list[str]:
     """The same options as a command line (to pass on to a server process)."""
     out = ["--workers", str(args.workers), "--executor", args.executor]
     return out + (["--ray-address", args.ray_address] if args.ray_address else [])
+
+
+# --- validated choices and numbers (argparse prints the valid values and exits with 2) ----------------------
+def _families() -> tuple[str, ...]:
+    from sim.constants import FAMILIES
+
+    return FAMILIES
+
+
+def _suites() -> tuple[str, ...]:
+    from sim.constants import SUITES
+
+    return SUITES
+
+
+def family_choices(allow_all: bool = False) -> tuple[str, ...]:
+    return (*_families(), "all") if allow_all else _families()
+
+
+def suite_choices() -> tuple[str, ...]:
+    return (*_suites(), "all")
+
+
+def preset_choices() -> tuple[str, ...]:
+    from agent.presets import PRESETS
+
+    return tuple(PRESETS)
+
+
+def families_list(value: str) -> str:
+    """--families a,b: each a known family (kept as the comma-separated string)."""
+    names = [f.strip() for f in value.split(",") if f.strip()]
+    bad = [f for f in names if f not in _families()]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"unknown famil{'ies' if len(bad) > 1 else 'y'} {', '.join(bad) or '(none)'}"
+                                         f"; valid families: {', '.join(_families())}")
+    return ",".join(names)
+
+
+def positive_int(value: str) -> int:
+    return _int_at_least(value, 1)
+
+
+def nonnegative_int(value: str) -> int:
+    return _int_at_least(value, 0)
+
+
+def _int_at_least(value: str, low: int) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
+    if n < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
+    return n

@@ -1,4 +1,5 @@
-"""Offscreen rendering to PNG with fast settings (no shadows, no multisampling): EGL by default, OSMesa too."""
+"""Offscreen rendering to PNG with fast settings (no shadows, no multisampling): EGL by default on Linux, OSMesa
+too, the native OpenGL elsewhere (MUJOCO_GL is set in `sim/__init__.py`)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,29 @@ CAMERAS = ("front", "side")
 DEFAULT_SIZE = 224
 
 
-def _ensure_backend() -> None:
-    os.environ.setdefault("MUJOCO_GL", "egl")
+class RenderUnavailable(OSError):
+    """No OpenGL context could be made for offscreen rendering."""
+
+
+def _renderer(model, size: int):
+    """A mujoco.Renderer, or RenderUnavailable naming MUJOCO_GL and what to try on this platform."""
+    import sys
+
+    import mujoco
+
+    try:
+        return mujoco.Renderer(model, height=size, width=size)
+    except Exception as exc:  # noqa: BLE001 - MuJoCo raises several kinds when no GL context can be made
+        backend = os.environ.get("MUJOCO_GL", "(unset: the platform default)")
+        hint = ("install libegl1 (a GPU driver) or libosmesa6 and set MUJOCO_GL=egl or MUJOCO_GL=osmesa"
+                if sys.platform.startswith("linux") else "unset MUJOCO_GL to use the native OpenGL (glfw)")
+        raise RenderUnavailable(f"offscreen rendering is unavailable with MUJOCO_GL={backend} "
+                                f"({type(exc).__name__}: {exc}); {hint}") from None
 
 
 def render(model, data, camera: str = "front", size: int = DEFAULT_SIZE) -> np.ndarray:
     """RGB image (size, size, 3) uint8 of one camera."""
-    _ensure_backend()
-    import mujoco
-
-    with mujoco.Renderer(model, height=size, width=size) as renderer:
+    with _renderer(model, size) as renderer:
         renderer.update_scene(data, camera=camera)
         return renderer.render().copy()
 
@@ -29,10 +43,7 @@ class Cameras:
     """A reusable renderer for many frames of one model (keyframes, videos)."""
 
     def __init__(self, model, size: int = DEFAULT_SIZE):
-        _ensure_backend()
-        import mujoco
-
-        self._renderer = mujoco.Renderer(model, height=size, width=size)
+        self._renderer = _renderer(model, size)
 
     def frame(self, data, camera: str = "front") -> np.ndarray:
         self._renderer.update_scene(data, camera=camera)

@@ -251,8 +251,8 @@ class SDKBackend(ABC):
         key = api_key or os.environ.get(self.key_env) or (LOCAL_DUMMY_KEY if base_url else None)
         if not key:
             raise MissingAPIKeyError(
-                f"no API key for the {self.provider} backend: set {self.key_env} or pass --api-key; "
-                "use --backend offline to run without a key"
+                f"no API key for the {self.provider} backend: set {self.key_env} in the environment "
+                "(or api_key= in Python); use --backend offline to run without a key"
             )
         self.model = model
         self.base_url = base_url

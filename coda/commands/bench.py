@@ -7,7 +7,7 @@ import importlib
 import os
 import platform
 
-from coda.cli import emit
+from coda.cli import WORDS, emit
 
 BENCHES = {
     "sim": "sim.bench",
@@ -31,7 +31,14 @@ def machine() -> dict:
 def register(sub, name: str) -> None:
     parser = sub.add_parser(name, help="run a benchmark and print its figures")
     targets = parser.add_subparsers(dest="bench", required=True)
+    # import only the benchmark being run (each pulls in its library); all of them for `coda bench --help`
+    words = WORDS
+    listing = words == [name]  # `coda bench --help`: every target's help
+    chosen = words[1] if len(words) > 1 and words[0] == name and words[1] in BENCHES else None
     for target, module in BENCHES.items():
+        if not listing and target != chosen:
+            targets.add_parser(target)
+            continue
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

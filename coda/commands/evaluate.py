@@ -5,16 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from coda.cli import emit
-from coda.options import add_executor_arguments, executor_from_args
+from coda.options import (
+    add_executor_arguments,
+    executor_from_args,
+    family_choices,
+    positive_int,
+    suite_choices,
+)
 
 
 def register(sub, name: str) -> None:
     p = sub.add_parser(name, help="evaluate a policy checkpoint on in-distribution or OOD suites")
     p.add_argument("--policy", required=True, help="checkpoint (.pt)")
-    p.add_argument("--family", required=True)
-    p.add_argument("--suite", default="in", help="in | instances | layouts | tasks | categories | all")
-    p.add_argument("--n", type=int, default=30, help="scenes per suite")
-    p.add_argument("--mode", default="mean", help="mean (deterministic) | critic (j=8 samples, Q-softmax)")
+    p.add_argument("--family", required=True, choices=family_choices())
+    p.add_argument("--suite", default="in", choices=suite_choices(), help="in-distribution, an OOD suite, or all")
+    p.add_argument("--n", type=positive_int, default=30, help="scenes per suite")
+    p.add_argument("--mode", default="mean", choices=("mean", "critic"),
+                   help="mean (deterministic) | critic (j=8 samples, Q-softmax; needs a checkpoint with a critic)")
     p.add_argument("--json", action="store_true")
     add_executor_arguments(p)
     p.set_defaults(func=run)

@@ -8,8 +8,9 @@ import sys
 import time
 from pathlib import Path
 
+from agent.choices import ROLE_BACKENDS, RUN_MODES
 from coda.cli import emit
-from coda.options import add_executor_arguments, executor_argv
+from coda.options import add_executor_arguments, executor_argv, families_list, positive_int, preset_choices
 
 log = logging.getLogger(__name__)
 
@@ -18,14 +19,16 @@ def register(sub, name: str) -> None:
     p = sub.add_parser(name, help="run co-evolution rounds (offline by default; --backend anthropic|openai for LLM roles)")
     p.add_argument("--name", default=None, help="run name (runs/NAME); default: a timestamp")
     p.add_argument("--runs-dir", default="runs")
-    p.add_argument("--preset", default="quick", help="quick (two CPU cores) | tiny (smoke test) | paper")
-    p.add_argument("--families", default=None, help="comma-separated subset of families")
-    p.add_argument("--rounds", type=int, default=None, help="override the preset's number of rounds")
-    p.add_argument("--backend", default="offline", help="offline | anthropic | openai")
+    p.add_argument("--preset", default="quick", choices=preset_choices(),
+                   help="quick (two CPU cores) | tiny (smoke test) | paper")
+    p.add_argument("--families", default=None, type=families_list, help="comma-separated subset of families")
+    p.add_argument("--rounds", type=positive_int, default=None, help="override the preset's number of rounds")
+    p.add_argument("--backend", default="offline", choices=ROLE_BACKENDS, help="who plays the roles (offline: no key)")
     p.add_argument("--model", default=None)
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (with --backend openai)")
-    p.add_argument("--mode", default="orchestrated", help="orchestrated | autonomous (an LLM runs the rounds)")
-    p.add_argument("--max-turns", type=int, default=60, help="autonomous mode: most LLM turns")
+    p.add_argument("--mode", default="orchestrated", choices=RUN_MODES,
+                   help="orchestrated (the loop calls the tools) | autonomous (an LLM runs the rounds)")
+    p.add_argument("--max-turns", type=positive_int, default=60, help="autonomous mode: most LLM turns")
     p.add_argument("--max-cost", type=float, default=5.0, help="autonomous mode: most USD spent")
     p.add_argument("--server-url", action="append", default=[], metavar="NAME=URL",
                    help="use a running server over streamable HTTP instead of starting it (repeatable)")
@@ -51,6 +54,15 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
         return 2
+    if args.mode == "autonomous" and args.backend == "offline":
+        print(f"coda {args.command}: --mode autonomous needs an LLM to run the rounds: add --backend anthropic or "
+              "--backend openai (the offline roles run with the default --mode orchestrated)", file=sys.stderr)
+        return 2
+    try:  # before anything is created: a missing API key or a bad model option stops here
+        roles = make_roles(args.backend, model=args.model, base_url=args.base_url)
+    except (ValueError, RuntimeError) as exc:
+        print(f"coda {args.command}: {exc}", file=sys.stderr)
+        return 2
     name = args.name or time.strftime("%Y%m%d-%H%M%S")
     run_dir = (Path(args.runs_dir) / name).resolve()
     if run_dir.exists() and (run_dir / "state.json").exists() and not args.resume:
@@ -63,7 +75,6 @@ def run(args) -> int:
               "(nothing was started or recorded)", file=sys.stderr)
         return 2
     _file_log(run_dir)
-    roles = make_roles(args.backend, model=args.model, base_url=args.base_url)
     urls = dict(u.split("=", 1) for u in args.server_url)
     specs = [ServerSpec(name=s.name, url=urls[s.name]) if s.name in urls else s for s in stdio_specs(
         run_dir, extra_args={"trainer": executor_argv(args),

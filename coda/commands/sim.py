@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from coda.cli import emit
-from coda.options import add_executor_arguments, executor_from_args
+from coda.options import add_executor_arguments, executor_from_args, family_choices, positive_int
 
 
 def register(sub, name: str) -> None:
@@ -19,8 +19,8 @@ def register(sub, name: str) -> None:
     p.set_defaults(func=cmd_assets)
 
     p = cmds.add_parser("demo", help="sample seed scenes, verify them, and run the scripted planner")
-    p.add_argument("--family", default="pick_place", help="pick_place | stack | articulated | prep | all")
-    p.add_argument("--n", type=int, default=10, help="number of seed scenes")
+    p.add_argument("--family", default="pick_place", choices=family_choices(allow_all=True))
+    p.add_argument("--n", type=positive_int, default=10, help="number of seed scenes")
     p.add_argument("--seed", type=int, default=0, help="first scene seed")
     p.add_argument("--json", action="store_true")
     add_executor_arguments(p)
@@ -28,14 +28,14 @@ def register(sub, name: str) -> None:
 
     p = cmds.add_parser("render", help="render a scene program (or a family's seed scene) to PNG")
     p.add_argument("program", nargs="?", help="scene program .py (omit with --family)")
-    p.add_argument("--family", help="render this family's seed scene instead of a program")
+    p.add_argument("--family", choices=family_choices(), help="render this family's seed scene instead of a program")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--size", type=int, default=224)
+    p.add_argument("--size", type=positive_int, default=224)
     p.add_argument("--out", default="scene.png")
     p.set_defaults(func=cmd_render)
 
     p = cmds.add_parser("program", help="print the scene program of a family's seed scene")
-    p.add_argument("--family", default="pick_place")
+    p.add_argument("--family", default="pick_place", choices=family_choices())
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_program)
 

@@ -8,7 +8,13 @@ import time
 from pathlib import Path
 
 from coda.cli import emit
-from coda.options import add_executor_arguments, executor_from_args
+from coda.options import (
+    add_executor_arguments,
+    executor_from_args,
+    family_choices,
+    nonnegative_int,
+    positive_int,
+)
 
 log = logging.getLogger(__name__)
 
@@ -18,20 +24,21 @@ def register(sub, name: str) -> None:
     cmds = parser.add_subparsers(dest="train_command", required=True)
 
     p = cmds.add_parser("sft", help="behaviour cloning on planner demonstrations → base checkpoint")
-    p.add_argument("--family", required=True, help="pick_place | stack | articulated | prep")
-    p.add_argument("--demos", type=int, default=200, help="training scenes whose planner demos are used")
-    p.add_argument("--updates", type=int, default=1500)
-    p.add_argument("--perturbed", type=int, default=0,
+    p.add_argument("--family", required=True, choices=family_choices())
+    p.add_argument("--demos", type=positive_int, default=200, help="training scenes whose planner demos are used")
+    p.add_argument("--updates", type=positive_int, default=1500)
+    p.add_argument("--perturbed", type=nonnegative_int, default=0,
                    help="more training scenes (after --demos) whose planner demos run with perturbation bursts "
                         "(DART-style, policy.demos); only windows without a perturbed step are cloned")
     p.add_argument("--perturb-sigma", type=float, default=0.015, help="perturbation std per axis, metres")
     p.add_argument("--perturb-prob", type=float, default=0.05, help="chance per step that a 1-2 step burst starts")
-    p.add_argument("--backbone", default="transformer", help="transformer | deepsets")
-    p.add_argument("--d-model", type=int, default=128, help="network width (prep needs 192, see docs/BENCHMARKS.md)")
-    p.add_argument("--layers", type=int, default=2, help="backbone blocks")
-    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--backbone", default="transformer", choices=("transformer", "deepsets"))
+    p.add_argument("--d-model", type=positive_int, default=128, help="network width (prep needs 192, see docs/BENCHMARKS.md)")
+    p.add_argument("--layers", type=positive_int, default=2, help="backbone blocks")
+    p.add_argument("--batch-size", type=positive_int, default=256)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval", type=int, default=30, help="in-distribution scenes evaluated after training (0 = skip)")
+    p.add_argument("--eval", type=nonnegative_int, default=30,
+                   help="in-distribution scenes evaluated after training (0 = skip)")
     p.add_argument("--out", required=True, help="checkpoint path (.pt)")
     p.add_argument("--json", action="store_true")
     add_executor_arguments(p)
@@ -39,14 +46,14 @@ def register(sub, name: str) -> None:
 
     p = cmds.add_parser("awr", help="rounds of own rollouts + advantage-weighted regression")
     p.add_argument("--policy", required=True, help="checkpoint to start from")
-    p.add_argument("--family", required=True)
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--family", required=True, choices=family_choices())
+    p.add_argument("--rounds", type=positive_int, default=2)
     p.add_argument("--collect", choices=("branch", "sample"), default="branch",
                    help="branch: Monte-Carlo advantages of sampled chunks over the mean chunk from the same states "
                         "(policy.branch); sample: stochastic rollouts + chunk critic (advantage from TrainConfig)")
-    p.add_argument("--scenes", type=int, default=80, help="training scenes rolled out per round")
-    p.add_argument("--levels", type=int, default=2, help="branch: chunk boundaries branched per scene")
-    p.add_argument("--candidates", type=int, default=8, help="branch: sampled chunks tried per branch state")
+    p.add_argument("--scenes", type=positive_int, default=80, help="training scenes rolled out per round")
+    p.add_argument("--levels", type=positive_int, default=2, help="branch: chunk boundaries branched per scene")
+    p.add_argument("--candidates", type=positive_int, default=8, help="branch: sampled chunks tried per branch state")
     p.add_argument("--potential", choices=("none", "task", "zero"), default="none",
                    help="branch: Text2potential shaping of every scene — task: the offline compiler's potential "
                         "from the task description (checked on the scene's planner demo, run in the sandbox); "
@@ -59,13 +66,13 @@ def register(sub, name: str) -> None:
                         "the end and Φ is used only where no branch succeeded (default TrainConfig.branch_shaping)")
     p.add_argument("--eval-rounds", action="store_true",
                    help="also evaluate after every round (success per round in the result, for updates-to-threshold)")
-    p.add_argument("--rollouts", type=int, default=2, help="sample: rollouts per scene per round")
-    p.add_argument("--critic-updates", type=int, default=300, help="sample: critic updates per round")
-    p.add_argument("--policy-updates", type=int, default=None, help="per round (default 50 branch, 300 sample)")
-    p.add_argument("--demos", type=int, default=0, help="planner demos mixed into every update as BC (0 = none)")
+    p.add_argument("--rollouts", type=positive_int, default=2, help="sample: rollouts per scene per round")
+    p.add_argument("--critic-updates", type=nonnegative_int, default=300, help="sample: critic updates per round")
+    p.add_argument("--policy-updates", type=nonnegative_int, default=None, help="per round (default 50 branch, 300 sample)")
+    p.add_argument("--demos", type=nonnegative_int, default=0, help="planner demos mixed into every update as BC (0 = none)")
     p.add_argument("--lora", action="store_true", help="fine-tune LoRA adapters instead of all weights")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval", type=int, default=30)
+    p.add_argument("--eval", type=nonnegative_int, default=30)
     p.add_argument("--out", required=True)
     p.add_argument("--json", action="store_true")
     add_executor_arguments(p)
@@ -80,8 +87,8 @@ def scene_potentials(specs, kind: str) -> dict | None:
         return None
     if kind == "zero":
         return {s.spec_hash(): (lambda initial_bottom, states: [0.0] * len(states)) for s in specs}
-    from sim.engine.potential_templates import write_program
     from policy.rollout import planner_demos
+    from sim.engine.potential_templates import write_program
     from sim.potential import check_program, episode, state_potential
 
     demos = {d.spec_hash: d for d in planner_demos(specs, record=True)}

@@ -436,8 +436,8 @@ def test_missing_key_error_message(provider, env, monkeypatch):
     with pytest.raises(MissingAPIKeyError) as info:
         make_backend(provider)
     assert str(info.value) == (
-        f"no API key for the {provider} backend: set {env} or pass --api-key; "
-        "use --backend offline to run without a key"
+        f"no API key for the {provider} backend: set {env} in the environment "
+        "(or api_key= in Python); use --backend offline to run without a key"
     )
     local = make_backend(provider, base_url="http://127.0.0.1:9/v1")  # local servers need no key
     assert local.provider == provider

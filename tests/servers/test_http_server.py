@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_testing import FAULTY_PROGRAM, REPO, SCENE_PROGRAM, err, ok, serve_args
 
+from servers.sim import build_server
 from servers.transport import HttpOptions, free_port, security_settings, wait_for_port
 
 TOKEN = "test-token-0123456789"
@@ -48,13 +49,16 @@ def http_server(tmp_path):
 
 
 @pytest.mark.integration
-def test_tools_over_http_with_token(http_server):
+def test_tools_over_http_with_token(http_server, tmp_path):
     url, port = http_server
 
     async def main():
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as http:
             async with Client(streamable_http_client(url, http_client=http)) as c:
-                assert len((await c.list_tools()).tools) == 9
+                listed = {t.name for t in (await c.list_tools()).tools}
+                async with Client(build_server(tmp_path / "in_process")) as local:  # the same tools as in process
+                    assert listed == {t.name for t in (await local.list_tools()).tools}
+                assert {"list_assets", "create_scene", "render_scene", "run_planner"} <= listed
                 assert (await ok(c, "list_assets", {"kind": "articulated"}))["total"] == 4
                 assert "ZeroDivisionError" in await err(c, "create_scene", {"source": FAULTY_PROGRAM})
                 made = await ok(c, "create_scene", {"source": SCENE_PROGRAM})

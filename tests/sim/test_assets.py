@@ -13,8 +13,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from sim.assets import catalog as cat
 from sim import assets
+from sim.assets import catalog as cat
 from sim.assets.types import ArticulatedAsset, RigidAsset
 
 TOL = 1e-4

@@ -1,0 +1,46 @@
+"""Bad input anywhere in the CLI: one line on stderr saying what is wrong and what is valid, a non-zero exit and
+nothing created on disk (the rows of issue 21's table, plus the neighbours a user is likely to hit)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+CASES = [
+    # (argv, words the one-line error must contain)
+    (["eval", "--policy", "{tmp}/p.pt", "--family", "laundry"], ["--family", "laundry", "pick_place"]),
+    (["eval", "--policy", "{tmp}/nonexistent.pt", "--family", "pick_place"], ["nonexistent.pt", "does not exist"]),
+    (["eval", "--policy", "{tmp}/p.pt", "--family", "stack", "--suite", "ood"], ["--suite", "'ood'", "layouts"]),
+    (["eval", "--policy", "{tmp}/p.pt", "--family", "stack", "--n", "0"], ["--n", ">= 1"]),
+    (["sim", "render", "--family", "laundry"], ["--family", "laundry", "prep"]),
+    (["sim", "demo", "--family", "laundry"], ["--family", "laundry", "all"]),
+    (["sim", "render", "{tmp}/missing.py"], ["missing.py"]),
+    (["train", "sft", "--family", "stack", "--out", "{tmp}/x.pt", "--demos", "-5"], ["--demos", ">= 1", "-5"]),
+    (["run", "--runs-dir", "{tmp}/runs", "--backend", "bogus"], ["--backend", "bogus", "offline"]),
+    (["run", "--runs-dir", "{tmp}/runs", "--mode", "autonomus"], ["--mode", "autonomus", "orchestrated"]),
+    (["run", "--runs-dir", "{tmp}/runs", "--preset", "huge"], ["--preset", "huge", "quick"]),
+    (["run", "--runs-dir", "{tmp}/runs", "--families", "pick_place,laundry"], ["laundry", "valid families"]),
+    (["run", "--runs-dir", "{tmp}/runs", "--mode", "autonomous"], ["autonomous", "--backend anthropic"]),
+    (["run", "--runs-dir", "{tmp}/runs", "--backend", "anthropic"], ["ANTHROPIC_API_KEY", "--backend offline"]),
+    (["bench", "round", "--arms", "today,magic"], ["magic", "valid arms"]),
+]
+
+
+@pytest.mark.parametrize("argv,words", CASES, ids=[" ".join(a[:2]) + " " + a[-1] for a, _ in CASES])
+def test_bad_input_one_line_nonzero_nothing_created(argv, words, tmp_path):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    before = set(tmp_path.rglob("*"))
+    proc = subprocess.run([sys.executable, "-m", "coda.cli", *argv], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env=env)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0, proc.stdout
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    assert "--api-key" not in lines[0]  # no flag the CLI does not have
+    assert set(tmp_path.rglob("*")) == before  # no run folder, store or file as a side effect
