@@ -24,6 +24,11 @@ same number of ACCEPTED (verified) environments; only the switches of its `Metho
                    scenes that have one are trained on again in later rounds (off: this round's rollouts and
                    programs only)
     update_policy  policy updates between rounds (off: frozen policy; only the value critic learns)
+    round_data     the behaviour-cloning data of a round's update
+                   dt:   D_t, planner demonstrations on every accepted environment of the round, plus the policy's
+                         own successful rollouts (the paper's D_t; the same for every method)
+                   base: planner demonstrations of fresh seed scenes of every family (half the base SFT's number),
+                         plus the targeted scenes of modes routed to BC (the round data before issue 19)
     select         action selection when evaluating: the policy mean, or Q-softmax over sampled chunks ("critic")
 """
 
@@ -37,6 +42,7 @@ from sim.spec import SceneSpec
 
 GENERATIONS = ("diagnosis", "domain_rand", "uniform", "success", "memory")
 POTENTIALS = ("diagnosis", "task", "none")
+ROUND_DATA = ("dt", "base")
 SELECTS = ("mean", "critic")
 
 
@@ -54,12 +60,15 @@ class Method:
     train_memory: bool = True
     update_policy: bool = True
     select: str = "mean"
+    round_data: str = "dt"
 
     def __post_init__(self):
         if self.generation not in GENERATIONS:
             raise ValueError(f"generation must be one of {', '.join(GENERATIONS)}, got {self.generation!r}")
         if self.potential not in POTENTIALS:
             raise ValueError(f"potential must be one of {', '.join(POTENTIALS)}, got {self.potential!r}")
+        if self.round_data not in ROUND_DATA:
+            raise ValueError(f"round_data must be one of {', '.join(ROUND_DATA)}, got {self.round_data!r}")
         if self.select not in SELECTS:
             raise ValueError(f"select must be one of {', '.join(SELECTS)}, got {self.select!r}")
         if self.potential != "none" and not self.critic:
@@ -97,6 +106,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             "compiler attempt)", refine=False),
     replace(CODA, name="frozen_critic_select", summary="frozen policy; the value critic learns and selects chunks",
             update_policy=False, select="critic"),
+    replace(CODA, name="no_dt", summary="CoDA with the round data before issue 19 (BC on seed-scene demos, not D_t)",
+            round_data="base"),
     replace(CODA, name="gen_memory_only", summary="CoDA with generation memory only", train_memory=False),
     replace(CODA, name="train_memory_only", summary="CoDA with training memory only", gen_memory=False),
     # transfer: another run's memory (scenes and training programs) reused without new generation

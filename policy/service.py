@@ -237,10 +237,13 @@ class TrainerService:
               demo_families: Sequence[str] = (), demos_per_family: int = 0,
               scene_demos: Sequence[SceneSpec] = (), critic_updates: int = CRITIC_UPDATES,
               policy_updates: int = POLICY_UPDATES, lora: bool = False, progress: Progress | None = None,
-              collect: str = "branch", programs: Mapping[str, str] | None = None) -> dict:
+              collect: str = "branch", programs: Mapping[str, str] | None = None,
+              bc_successes: bool = False) -> dict:
         """Critic updates on the given rollouts (shaped by per-rollout potentials when given), then AWR policy
         updates, with BC on planner demos of `demo_families` (`demos_per_family` each) and of the scenes
-        `scene_demos` (the targeted scenes of modes routed to BC; scenes the planner fails in add nothing).
+        `scene_demos` (the round's D_t: every accepted environment of the round, or the targeted scenes of modes
+        routed to BC; scenes the planner fails in add nothing) and, with `bc_successes`, on the successful ones of
+        the given rollouts (the policy's own successes).
 
         collect="branch" (default): the policy updates use branch rollouts in the scenes of the given rollouts
         (`policy.branch`: Monte-Carlo advantages of sampled chunks over the mean chunk from the same states;
@@ -261,7 +264,7 @@ class TrainerService:
                          ) if collect == "branch" and policy_updates else None
             try:
                 return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
-                                   critic_updates, policy_updates, lora, progress, specs, programs)
+                                   critic_updates, policy_updates, lora, progress, specs, programs, bc_successes)
             except BaseException:
                 self._restore()
                 raise
@@ -269,7 +272,8 @@ class TrainerService:
     def _train(self, state: TrainState, episodes: list[Episode], potentials: dict[str, list[float]] | None,
                demo_families: Sequence[str], demos_per_family: int, scene_demos: Sequence[SceneSpec],
                critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None,
-               branch_specs: list[SceneSpec] | None = None, programs: Mapping[str, str] | None = None) -> dict:
+               branch_specs: list[SceneSpec] | None = None, programs: Mapping[str, str] | None = None,
+               bc_successes: bool = False) -> dict:
         if lora and state.extra.get("lora") is None:
             from policy.lora import add_lora
 
@@ -285,7 +289,9 @@ class TrainerService:
 
         demos = [d for f in demo_families for d in self.demos_for(f, demos_per_family)] if demos_per_family else []
         own = self.demos_for_scenes(scene_demos) if scene_demos else []
-        info = awr_round(state, [], episodes=episodes, demos=(demos + own) or None, critic_updates=critic_updates,
+        wins = list({id(ep): ep for ep in episodes if ep.success}.values()) if bc_successes else []
+        bc = demos + own + wins  # behaviour cloning: family demos, planner demos of scenes, the policy's successes
+        info = awr_round(state, [], episodes=episodes, demos=bc or None, critic_updates=critic_updates,
                          policy_updates=0 if branch_specs else policy_updates, potential=pot, progress=progress)
         if branch_specs:
             from sim.potential import state_potential
@@ -293,9 +299,10 @@ class TrainerService:
             phi = {s.spec_hash(): state_potential(programs[s.spec_hash()], s)
                    for s in branch_specs if s.spec_hash() in (programs or {})}
             info["branch"] = branch_round(state, branch_specs, policy_updates=policy_updates,
-                                          demos=(demos + own) or None, seed=state.step, phi=phi)
+                                          demos=bc or None, seed=state.step, phi=phi)
         info["shaped_rollouts"] = len(potentials or {})
         info["scene_demos"] = len(own)
+        info["bc_successes"] = len(wins)
         info["checkpoint"] = Path(self.save(f"step{state.step:06d}")).stem
         return info
 

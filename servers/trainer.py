@@ -186,9 +186,12 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                     ] = 0,
         demo_scene_ids: Annotated[
             list[SceneId],
-            Field(description="scenes whose planner demos are mixed in as BC (e.g. the targeted scenes of modes "
-                              "routed to BC; scenes the planner fails in add none)", max_length=MAX_BATCH),
+            Field(description="scenes whose planner demos are mixed in as BC (the round's D_t: every accepted scene of "
+                              "the round, or the targeted scenes of modes routed to BC; scenes the planner fails in "
+                              "add none)", max_length=4 * MAX_BATCH),
         ] = [],  # noqa: B006
+        bc_successes: Annotated[bool, Field(
+            description="also clone the successful ones of rollout_ids (the policy's own successes)")] = False,
         critic_updates: Annotated[int, Field(ge=0, le=100_000, description="K_Q critic updates")] = CRITIC_UPDATES,
         policy_updates: Annotated[int, Field(ge=0, le=100_000, description="K_pi policy updates")] = POLICY_UPDATES,
         lora: Annotated[bool, Field(description="fine-tune LoRA adapters on the base policy")] = False,
@@ -199,7 +202,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                         "the given rollouts with critic advantages")] = "branch",
     ) -> JobStarted:
         """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates, with BC on
-        planner demos of demo_families and demo_scene_ids."""
+        planner demos of demo_families and demo_scene_ids (and, with bc_successes, the rollouts' successes)."""
         from sim.potential import static_problems
 
         service.check_rollouts(rollout_ids)
@@ -219,7 +222,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                  demos_per_family=demos_per_family, scene_demos=demo_specs,
                                  critic_updates=critic_updates,
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job),
-                                 collect=collect, programs=potential_programs)
+                                 collect=collect, programs=potential_programs, bc_successes=bc_successes)
             return {**info, "potential_scenes_without_rollouts": unused}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")

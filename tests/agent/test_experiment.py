@@ -128,11 +128,13 @@ class FakeTrainer:
         def start_training(rollout_ids: list[str], potential_programs: dict[str, str] = {},  # noqa: B006
                            demo_families: list[str] = [], demos_per_family: int = 0,  # noqa: B006
                            demo_scene_ids: list[str] = [],  # noqa: B006
-                           critic_updates: int = 0, policy_updates: int = 0, lora: bool = False) -> dict:
+                           critic_updates: int = 0, policy_updates: int = 0, lora: bool = False,
+                           bc_successes: bool = False) -> dict:
             self.calls.append(("start_training", {"rollout_ids": rollout_ids, "potentials": potential_programs,
                                                   "policy_updates": policy_updates,
                                                   "demo_families": demo_families,
-                                                  "demo_scene_ids": demo_scene_ids}))
+                                                  "demo_scene_ids": demo_scene_ids,
+                                                  "bc_successes": bc_successes}))
             self.step += policy_updates + critic_updates
             return started("train", lambda: {"updates": policy_updates + critic_updates,
                                              "shaped_rollouts": len(potential_programs),
@@ -278,14 +280,38 @@ def test_coda_targets_modes_validates_and_shapes_training(runs):
     assert verdicts and all(v["status"] == "validated" for v in verdicts.values())  # layout fails, attributes pass
     trains = run.trainer.of("start_training")
     assert not trains[0]["potentials"] and trains[1]["potentials"], "round 2 must be shaped by Text2potential"
-    assert all(t["demo_families"] == ["pick_place"] for t in trains)
-    assert all(not t["demo_scene_ids"] for t in trains), "modes routed to shaped AWR add no scene demos"
+
+
+def round_scene_ids(run, r: int) -> list[str]:
+    return list(dict.fromkeys(x["scene_id"] for x in run.steps[f"r{r}.rollouts"]["result"]))
+
+
+def test_every_method_clones_dt_planner_demos_on_every_accepted_environment(runs):
+    """D_t (issue 19): each round's update clones the planner on every accepted (rolled-out) environment of the
+    round and the policy's own successes, for every method alike, and no seed-scene family demos; a frozen policy
+    gets no BC data and the SFT baseline has no rounds."""
+    for name, run in runs.items():
+        trains = run.trainer.of("start_training")
+        if name == "sft":
+            assert not trains
+            continue
+        assert len(trains) == 2, name
+        for r, t in enumerate(trains):
+            if name == "frozen_critic_select":
+                assert not t["demo_scene_ids"] and not t["bc_successes"] and t["policy_updates"] == 0
+                continue
+            accepted = [s["scene_id"] for s in run.steps[f"r{r}.generate"]["result"] if s["verified"]]
+            assert t["demo_scene_ids"] == round_scene_ids(run, r) and set(t["demo_scene_ids"]) == set(accepted), name
+            assert t["bc_successes"] and not t["demo_families"], name
+        expected = 0 if name == "frozen_critic_select" else len(round_scene_ids(run, 1))
+        assert run.steps["r1.train"]["result"]["bc_scenes"] == expected, name
 
 
 def test_modes_routed_to_bc_clone_planner_demos_of_their_targeted_scenes(runs, tmp_path):
-    """A training program with learning tool BC makes the next training clone the planner on the mode's
-    targeted scenes (the family demos stay); without the critic or without policy updates nothing changes."""
-    run = run_method(tmp_path, "coda", learning_tool="bc")
+    """Without D_t (the `no_dt` ablation: the round data before issue 19), a training program with learning tool
+    BC makes the next training clone the planner on the mode's targeted scenes (the family demos stay); without
+    the critic or without policy updates nothing changes."""
+    run = run_method(tmp_path, "no_dt", learning_tool="bc")
     compiled = run.steps["r1.compile"]["result"]
     assert compiled and all(c["learning_tool"] == "bc" for c in compiled.values())
     targeted = [sid for c in compiled.values() for sid in c["scene_ids"]]
@@ -294,11 +320,10 @@ def test_modes_routed_to_bc_clone_planner_demos_of_their_targeted_scenes(runs, t
     assert trains[1]["demo_scene_ids"] == list(dict.fromkeys(targeted))
     assert trains[1]["demo_families"] == ["pick_place"] and not trains[1]["potentials"]
     assert run.steps["r1.train"]["result"]["bc_scenes"] == len(set(targeted))
-    frozen = run_method(tmp_path, "frozen_critic_select", learning_tool="bc")
-    assert frozen.steps["r1.compile"]["result"]
-    assert all(not t["demo_scene_ids"] for t in frozen.trainer.of("start_training"))
-    for name in ("domain_rand", "uniform", "success_guided", "sft"):
-        assert all(not t["demo_scene_ids"] for t in runs[name].trainer.of("start_training")), name
+    assert all(not t["bc_successes"] for t in trains)
+    shaped = run_method(tmp_path, "no_dt")  # modes routed to shaped AWR add no scene demos
+    assert all(t["demo_families"] == ["pick_place"] and not t["demo_scene_ids"]
+               for t in shaped.trainer.of("start_training"))
 
 
 def test_sparse_ablation_differs_from_coda_only_in_shaping(runs):

@@ -366,3 +366,30 @@ def test_scene_demos_are_planned_once_per_scene(seeded, tmp_path, monkeypatch):
     assert [d.spec_hash for d in service.demos_for_scenes([spec, spec])] == [seeded["scene_id"]]
     assert len(service.demos_for_scenes([spec])) == 1
     assert calls == [[seeded["scene_id"]]]
+
+
+def test_training_clones_the_policys_own_successes_with_bc_successes(run_dir, seeded, monkeypatch):
+    """bc_successes (D_t, issue 19): the successful ones of the given rollouts join the BC demos of the update,
+    once each; failed rollouts and runs without the flag add none."""
+    import policy.service as service_module
+    from policy.service import TrainerService
+
+    seen: list[list] = []
+    real = service_module.branch_round
+
+    def spy(state, specs, *, demos=None, **kw):
+        seen.append(list(demos or []))
+        return real(state, specs, demos=demos, **kw)
+
+    monkeypatch.setattr(service_module, "branch_round", spy)
+    service = TrainerService(run_dir)
+    rid = seeded["rollout"]["rollout_id"]
+    episode = service.episode(rid)
+    assert not episode.success  # a tiny random policy
+    info = service.train([rid], critic_updates=1, policy_updates=1, bc_successes=True)
+    assert info["bc_successes"] == 0 and seen[-1] == []
+    episode.success = True  # as if the rollout had succeeded
+    info = service.train([rid, rid], critic_updates=1, policy_updates=1, bc_successes=True)
+    assert info["bc_successes"] == 1 and len(seen[-1]) == 1 and seen[-1][0] is episode
+    info = service.train([rid], critic_updates=1, policy_updates=1)
+    assert info["bc_successes"] == 0 and seen[-1] == []
