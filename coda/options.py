@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def add_executor_arguments(p: argparse.ArgumentParser) -> None:
@@ -81,3 +82,20 @@ def _int_at_least(value: str, low: int) -> int:
     if n < low:
         raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
     return n
+
+
+def program_paths(values: list[str]) -> list[Path]:
+    """Scene-program files from paths: a .py file as it is, a folder as its *.py files in name order."""
+    out: list[Path] = []
+    for value in values:
+        path = Path(value)
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.py") if p.is_file())
+            if not found:
+                raise ValueError(f"{path}: the folder holds no scene programs (*.py)")
+            out += found
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise ValueError(f"{path}: no such scene program or folder")
+    return list(dict.fromkeys(out))

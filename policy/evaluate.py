@@ -32,12 +32,21 @@ def evaluate(policy, family: str, suite: str = "in", n: int = 20, critic=None, m
     """Roll the policy out on a suite (batched; environments on the executor's workers) and report its success
     rate ± standard error."""
     t0 = time.perf_counter()
-    specs = eval_specs(family, suite, n)
+    episodes = run_episodes(policy, eval_specs(family, suite, n), critic=critic, mode=mode, device=device,
+                            batch=batch, executor=executor)
+    return {"family": family, "suite": suite, **success_stats(episodes), "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def run_episodes(policy, specs: Sequence[SceneSpec], *, seeds: Sequence[int] | None = None, critic=None,
+                 mode: str = "mean", device="cpu", batch: int = 32, executor: Executor | None = None
+                 ) -> list[Episode]:
+    """One episode of the policy per spec (env seed `seeds[i]`, default 0), in batches of `batch`, in order."""
     act = chunk_fn(policy, critic, mode=mode)
+    seeds = list(seeds) if seeds is not None else [0] * len(specs)
     episodes: list[Episode] = []
     for i in range(0, len(specs), batch):
-        episodes += rollout(specs[i : i + batch], act, device=device, executor=executor)
-    return {"family": family, "suite": suite, **success_stats(episodes), "seconds": round(time.perf_counter() - t0, 2)}
+        episodes += rollout(specs[i : i + batch], act, device=device, executor=executor, seeds=seeds[i : i + batch])
+    return episodes
 
 
 def train_specs(family: str, n: int, start: int = 0) -> list[SceneSpec]:

@@ -26,6 +26,10 @@ CASES = [
     (["run", "--runs-dir", "{tmp}/runs", "--mode", "autonomous"], ["autonomous", "--backend anthropic"]),
     (["run", "--runs-dir", "{tmp}/runs", "--backend", "anthropic"], ["ANTHROPIC_API_KEY", "--backend offline"]),
     (["bench", "round", "--arms", "today,magic"], ["magic", "valid arms"]),
+    (["eval", "--policy", "{tmp}/p.pt"], ["--family", "--programs"]),
+    (["eval", "--policy", "{tmp}/p.pt", "--programs", "{tmp}/none.py"], ["none.py", "no such scene program"]),
+    (["eval", "--policy", "{tmp}/p.pt", "--programs", "{tmp}"], ["holds no scene programs"]),
+    (["eval", "--policy", "{tmp}/p.pt", "--family", "stack", "--programs", "{tmp}"], ["exclude each other"]),
 ]
 
 

@@ -5,29 +5,39 @@ from __future__ import annotations
 from pathlib import Path
 
 from coda.cli import emit
+from coda.options import positive_int
 
 
 def register(sub, name: str) -> None:
     p = sub.add_parser(name, help="verify a scene program (exit code 1 when a check fails)")
     p.add_argument("program", help="path to a scene program (.py)")
-    p.add_argument("--seed", type=int, default=0, help="value of `seed` inside the program")
+    p.add_argument("--seed", type=int, default=0, help="value of `seed` inside the program (the first, with --seeds)")
+    p.add_argument("--seeds", type=positive_int, default=1,
+                   help="verify K seeds, --seed .. --seed+K-1 (programs that draw from scene.rng need several)")
     p.add_argument("--planner", action="store_true", help="also require the scripted planner to solve it")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from sim.verify import verify_program
+    from sim.verify import verify_programs
 
     path = Path(args.program)
     if not path.is_file():
-        raise SystemExit(f"no such program: {path}")
-    report = verify_program(path.read_bytes(), seed=args.seed, planner=args.planner)
+        raise ValueError(f"{path}: no such scene program")
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    source = path.read_bytes()
+    reports = list(verify_programs([(source, s) for s in seeds], planner=args.planner))
     if args.json:
-        emit(report.model_dump(mode="json", exclude={"spec"}), True)
+        rows = [{"seed": s, **r.model_dump(mode="json", exclude={"spec"})} for s, r in zip(seeds, reports, strict=True)]
+        emit(rows[0] if len(rows) == 1 else {"passed": all(r.passed for r in reports), "seeds": rows}, True)
     else:
-        for c in report.checks:
-            mark = "ok  " if c.passed else "FAIL"
-            print(f"{mark} {c.name}" + (f": {c.message}" if c.message else ""))
-        print("PASSED" if report.passed else "FAILED")
-    return 0 if report.passed else 1
+        for s, report in zip(seeds, reports, strict=True):
+            if len(seeds) > 1:
+                print(f"seed {s}:")
+            for c in report.checks:
+                mark = "ok  " if c.passed else "FAIL"
+                print(f"{mark} {c.name}" + (f": {c.message}" if c.message else ""))
+        failed = [s for s, r in zip(seeds, reports, strict=True) if not r.passed]
+        print("PASSED" if not failed else "FAILED" + (f" (seeds {', '.join(map(str, failed))})" if len(seeds) > 1 else ""))
+    return 0 if all(r.passed for r in reports) else 1
