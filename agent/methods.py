@@ -35,10 +35,12 @@ same number of ACCEPTED (verified) environments; only the switches of its `Metho
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # annotations only: the method table stays light enough for argument parsing
+    import numpy as np
 
-from sim.spec import SceneSpec
+    from sim.spec import SceneSpec
 
 GENERATIONS = ("diagnosis", "domain_rand", "uniform", "success", "memory")
 POTENTIALS = ("diagnosis", "task", "none")

@@ -26,6 +26,8 @@ def register(sub, name: str) -> None:
     p.add_argument("--backend", default="offline", choices=ROLE_BACKENDS, help="who plays the roles (offline: no key)")
     p.add_argument("--model", default=None)
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (with --backend openai)")
+    p.add_argument("--method", default="coda", choices=run_methods(),
+                   help="the loop's switches: CoDA, a baseline or an ablation (agent/methods.py; see docs/RESULTS.md)")
     p.add_argument("--mode", default="orchestrated", choices=RUN_MODES,
                    help="orchestrated (the loop calls the tools) | autonomous (an LLM runs the rounds)")
     p.add_argument("--max-turns", type=positive_int, default=60, help="autonomous mode: most LLM turns")
@@ -43,6 +45,13 @@ def register(sub, name: str) -> None:
     p.set_defaults(func=run)
 
 
+def run_methods() -> tuple[str, ...]:
+    """Methods a run can use on its own (memory transfer needs another run's memory: `coda experiment`)."""
+    from agent.methods import METHODS
+
+    return tuple(name for name, m in METHODS.items() if m.generation != "memory")
+
+
 def run(args) -> int:
     from agent.hub import Hub, ServerSpec, ToolError, stdio_specs
     from agent.presets import cli_overrides, get_preset
@@ -57,6 +66,10 @@ def run(args) -> int:
     if args.mode == "autonomous" and args.backend == "offline":
         print(f"coda {args.command}: --mode autonomous needs an LLM to run the rounds: add --backend anthropic or "
               "--backend openai (the offline roles run with the default --mode orchestrated)", file=sys.stderr)
+        return 2
+    if args.mode == "autonomous" and args.method != "coda":
+        print(f"coda {args.command}: --method {args.method} sets the switches of the orchestrated loop; in --mode "
+              "autonomous the LLM decides the rounds itself (drop --method or use --mode orchestrated)", file=sys.stderr)
         return 2
     try:  # before anything is created: a missing API key or a bad model option stops here
         roles = make_roles(args.backend, model=args.model, base_url=args.base_url)
@@ -89,8 +102,9 @@ def run(args) -> int:
                                        max_cost=args.max_cost)
             else:
                 from agent.loop import CoEvolution
+                from agent.methods import get_method
 
-                loop = CoEvolution(hub, roles, run_dir, preset, name)
+                loop = CoEvolution(hub, roles, run_dir, preset, name, method=get_method(args.method))
                 state = loop.run()
                 media = _media(hub, state)
             # MCP overhead of this session: call wall time minus time inside the servers' tool functions
