@@ -12,6 +12,8 @@ from pydantic import BaseModel, Field
 
 from memory_store.allocate import UCB_C
 from memory_store.allocate import allocate_evenly as even_allocation
+from memory_store.programs import MAX_BINDINGS
+from memory_store.programs import bind_roles as bind_program_roles
 from memory_store.schema import (
     RECORD_ID_PATTERN,
     Diagnosis,
@@ -20,6 +22,8 @@ from memory_store.schema import (
     GenerationProgram,
     Phase,
     RecordId,
+    Relation,
+    Role,
     RolloutRecord,
     SceneRecord,
     TrainingProgram,
@@ -47,12 +51,12 @@ from servers.common import (
     tool,
 )
 from servers.contract import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, MAX_TEXT_CHARS
-from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, PHASES, SUCCESS_BAND
+from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, PHASES, ROLES, SUCCESS_BAND
 
 INSTRUCTIONS = """Shared memory of a CoDA run. Record scenes, rollouts and failure diagnoses (diagnoses are clustered
 into difficulty modes); search diagnoses by cause; list and inspect modes (hardness p̂, importance w, visits, status);
 allocate a round's generation budget over modes; store and retrieve generation programs (Ω) and training programs (Φ)
-per mode; update hardness and learning progress; export the memory. Writes are idempotent by record id unless the
+per mode; bind a generation program's roles to a new scene's objects; update hardness and learning progress; export the memory. Writes are idempotent by record id unless the
 tool says otherwise."""
 
 ModeId = Annotated[str, Field(description="difficulty mode id (from record_diagnosis or list_modes)",
@@ -62,6 +66,18 @@ Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 FactorName = Literal[DIAGNOSIS_FACTORS]  # type: ignore[valid-type]
 PhaseName = Literal[PHASES]  # type: ignore[valid-type]
 Limit = Annotated[int, Field(description=f"most items returned (≤ {MAX_PAGE})", ge=1, le=MAX_PAGE)]
+
+
+class BindingObject(BaseModel):
+    """A scene object as a role-binding candidate (as the sim server's scene_objects lists them)."""
+
+    name: str = Field(description="object name, distinct within the scene", max_length=128)
+    role: str | None = Field(None, description="the object's own role in its scene (an exact match binds first)",
+                             max_length=32)
+    category: str | None = Field(None, description="asset category (counts as a tag)", max_length=64)
+    tags: list[Annotated[str, Field(max_length=64)]] = Field(
+        default_factory=list, description="the category's tags and kinds (container, surface, graspable, ...)",
+        max_length=64)
 
 
 class DiagnosisIn(BaseModel):
@@ -176,6 +192,21 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     ) -> list[GenerationProgram]:
         """Generation programs of a mode, oldest first."""
         return svc.generation_programs(mode_id, in_pool_only, limit)
+
+    @tool(mcp, READ_ONLY)
+    def bind_roles(
+        roles: Annotated[list[Role], Field(description="a generation program's roles, distinct (its 'roles')",
+                                           max_length=len(ROLES))],
+        objects: Annotated[list[BindingObject], Field(description="the new scene's objects (sim: scene_objects)",
+                                                      max_length=MAX_BATCH)],
+        relations: Annotated[list[Relation], Field(description="relations the bound objects must allow (the "
+                                                   "program's 'required_relations')", max_length=16)] = [],  # noqa: B006 - pydantic copies defaults
+        max_bindings: Annotated[int, Field(description=f"most bindings returned (≤ {MAX_BINDINGS})", ge=1,
+                                           le=MAX_BINDINGS)] = MAX_BINDINGS,
+    ) -> list[dict[str, str]]:
+        """Bind a generation program's roles to a new scene's objects: up to max_bindings {role: object} maps of
+        distinct compatible objects, in a fixed order (exact role matches first). Reads and records nothing."""
+        return bind_program_roles(roles, relations, [o.model_dump(exclude_unset=True) for o in objects], max_bindings)
 
     @tool(mcp, WRITES_IDEMPOTENT)
     def put_training_program(program: TrainingProgram) -> Written:

@@ -195,9 +195,19 @@ def build_server(run_dir: Path) -> MCPServer:
         return programs.scene_objects(spec_of(spec))
 
     @tool(mcp, READ_ONLY)
+    def scene_goals(spec: SpecJson) -> list[str]:
+        """The goals of a scene's success predicate in execution order (the order the scripted planner reaches them)."""
+        return programs.scene_goals(spec_of(spec))
+
+    @tool(mcp, READ_ONLY)
     def program_reference() -> dict[str, str]:
         """Prompt material for writing scene programs: every asset category in one line, and the example programs."""
         return programs.program_reference()
+
+    @tool(mcp, READ_ONLY)
+    def potential_reference() -> dict[str, str]:
+        """Prompt material for writing Text2potential programs: the helper signatures (helpers) and the learning tools (tools)."""
+        return programs.potential_reference()
 
     @tool(mcp, READ_ONLY)
     def potential_template(

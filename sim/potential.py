@@ -30,10 +30,9 @@ import time
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
-LEARNING_TOOLS = ("bc", "awr_shaped", "reevaluate", "return_to_engine")
-"""kept equal to memory_store.schema.LEARNING_TOOLS (sim imports no other package)"""
+from sim.potential_schema import LEARNING_TOOLS, PotentialReport  # noqa: F401 - re-exported
+
 MAX_SUBGOALS = 12
 MAX_MS_PER_STATE = 1.0
 MIN_RANK_CORRELATION = 0.5
@@ -200,19 +199,6 @@ def _forward(env) -> None:
 
 
 # --- checks -----------------------------------------------------------------------------------------------
-
-
-class PotentialReport(BaseModel):
-    ok: bool
-    errors: list[str] = Field(default_factory=list)
-    subgoals: list[str] = Field(default_factory=list)
-    learning_tool: str | None = None
-    states_checked: int = 0
-    ms_per_state: float | None = None
-    max_ms: float | None = None
-    rank_correlation: list[float] = Field(default_factory=list)
-    """Spearman ρ(Φ, t) per demonstration"""
-    demo_phi: list[list[float]] = Field(default_factory=list)
 
 
 def episode(trace, every: int = 1) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("sim", "memory_store", "policy", "servers", "agent", "coda", "prompts")
-DEBT_LIMIT = 45  # lower it as the agent moves onto the servers; never raise it
+DEBT_LIMIT = 0  # lower it as the agent moves onto the servers; never raise it
 
 
 def _lint(cwd: Path) -> subprocess.CompletedProcess:

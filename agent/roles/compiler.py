@@ -1,17 +1,20 @@
 """Text2potential compiler R_hone: a validated diagnosis → a potential program (subgoals, completions, potentials,
-learning tool), checked by `sim.potential.check_program` and repaired from the check errors (≤ 3 attempts).
+learning tool), checked by the request's `checker` (in a run: the verifier server's `check_potential` on the
+scene's rollouts and planner demonstration) and repaired from the check errors (≤ 3 attempts).
 
 `OfflineCompiler` fills phase and cause templates (`sim.engine.potential_templates`, through the sim server's
 `potential_template`): attempt 1 refines the diagnosed phase by the cause, attempt 2 drops the refinement, attempt 3
 is one coarse subgoal per goal.
 `LLMCompiler` asks a model for the program with `prompts/compiler.md`, the scene's symbol table, the helper
 signatures and retrieved training programs, and feeds check errors back for repair.
+
+Both reach the simulator only through the servers (`hub`, set by `Roles.connect`): the sim server's
+`potential_template`, `potential_reference` and `scene_goals`.
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -20,15 +23,12 @@ from pydantic import BaseModel, Field
 
 from agent.llm import ROLE_COMPILER, LLMBackend, TokenLedger, ask_code
 from agent.roles.critic import CriticDiagnosis
-from agent.roles.engine import sim_call
+from agent.roles.engine import sim_call, spec_json
 from memory_store.schema import Diagnosis, TrainingProgram
 from prompts import render_prompt
-from sim import program_helpers
 from sim.constants import SUCCESS_BAND
-from sim.planner import order_subgoals
-from sim.potential import LEARNING_TOOLS, PotentialReport, check_program, episode, helper_names
+from sim.potential_schema import PotentialReport
 from sim.spec import SceneSpec
-from sim.trace import Trace
 
 if TYPE_CHECKING:
     from agent.hub import Hub
@@ -50,20 +50,15 @@ class CompileError(RuntimeError):
 class CompileRequest:
     diagnosis: CriticDiagnosis | Diagnosis
     spec: SceneSpec
-    rollouts: list[Trace] = field(default_factory=list)
-    """failed rollouts of the mode in this scene (the potential is checked on their states)"""
-    demos: list[Trace] = field(default_factory=list)
-    """successful demonstrations in this scene (Φ must rise along them)"""
+    checker: Callable[[str], PotentialReport]
+    """checks a program on the scene's failed rollouts and successful demonstrations (Φ must rise along them), e.g.
+    through the verifier server's `check_potential`"""
     examples: list[TrainingProgram] = field(default_factory=list)
     """retrieved training programs of the same mode"""
     success_rate: float | None = None
     """measured success of the policy on the mode, when known (routes the learning tool)"""
-    every: int = 1
-    """state stride when checking rollouts"""
-    checker: Callable[[str], PotentialReport] | None = None
-    """checks a program somewhere else (e.g. the verifier server over MCP) instead of on local traces"""
     has_demo: bool = False
-    """a planner demonstration exists for the scene (used for routing when `demos` are not local)"""
+    """a successful demonstration of the scene exists (routes the offline compiler's learning tool)"""
 
 
 class CompiledProgram(BaseModel):
@@ -103,13 +98,7 @@ def learning_tool_for(factor: str, success_rate: float | None, has_demo: bool) -
 
 
 def run_checks(source: str, request: CompileRequest) -> PotentialReport:
-    if request.checker is not None:
-        return request.checker(source)
-    rollouts = [episode(t, request.every) for t in request.rollouts]
-    demos = [episode(t) for t in request.demos if t.success]
-    if not demos:
-        raise ValueError("the compiler needs at least one successful demonstration of the scene to check Φ")
-    return check_program(source, request.spec, rollouts, demos)
+    return request.checker(source)
 
 
 def _result(source: str, request: CompileRequest, report: PotentialReport, attempts: int,
@@ -131,7 +120,7 @@ class OfflineCompiler:
 
     def compile(self, request: CompileRequest) -> CompiledProgram:
         d = request.diagnosis
-        tool = learning_tool_for(d.factor, request.success_rate, bool(request.demos) or request.has_demo)
+        tool = learning_tool_for(d.factor, request.success_rate, request.has_demo)
         spec = request.spec.model_dump(mode="json")
         errors: list[list[str]] = []
         for attempt, level in enumerate((2, 1, 0)[:MAX_ATTEMPTS], start=1):
@@ -148,29 +137,26 @@ class OfflineCompiler:
 # --- LLM backend --------------------------------------------------------------------------------------
 
 
-def helper_reference() -> str:
-    """Signatures and first docstring lines of the helpers programs may call, as programs get them
-    (`sim.program_helpers`: plain floats, bools, tuples and Vec / Mat instead of numpy arrays)."""
-    lines = []
-    for name in sorted(helper_names()):
-        fn = getattr(program_helpers, name)
-        doc = (inspect.getdoc(fn) or "").splitlines()
-        lines.append(f"- h.{name}{inspect.signature(fn)}" + (f": {doc[0]}" if doc else ""))
-    return "\n".join(lines)
+def potential_reference(hub: Hub | None) -> dict[str, str]:
+    """Placeholders of prompts/compiler.md: the helper signatures and first docstring lines as programs get them, and
+    the learning tools (the sim server's `potential_reference`)."""
+    return sim_call(hub, "sim", "potential_reference")
 
 
-def symbol_table(spec: SceneSpec) -> str:
+def symbol_table(spec: SceneSpec, goals: list[str]) -> str:
+    """The scene for the prompt; `goals`: the success predicate's goals in execution order (sim: `scene_goals`)."""
     rows = [f"- {o.name}: {o.category} ({o.role})" for o in spec.task.objects]
-    goals = ", ".join(str(a) for a in order_subgoals(spec.task.success))
     return (f"instruction: {spec.task.instruction!r}\nsuccess predicate ν: {spec.task.success}\n"
-            f"goals in execution order: {goals}\nobjects:\n" + "\n".join(rows))
+            f"goals in execution order: {', '.join(goals)}\nobjects:\n" + "\n".join(rows))
 
 
-def compile_prompt(request: CompileRequest) -> str:
+def compile_prompt(request: CompileRequest, goals: list[str]) -> str:
     d = request.diagnosis
+    # the suggestion is routed without a demonstration, as it always was for the loop's requests (their
+    # demonstrations are checked by the verifier, not passed in); the offline compiler routes with has_demo
     parts = [f"Diagnosis: factor {d.factor}, phase {d.phase}. Cause: {d.cause}",
-             "Scene symbol table:\n" + symbol_table(request.spec),
-             f"Suggested learning tool: {learning_tool_for(d.factor, request.success_rate, bool(request.demos))}."]
+             "Scene symbol table:\n" + symbol_table(request.spec, goals),
+             f"Suggested learning tool: {learning_tool_for(d.factor, request.success_rate, False)}."]
     for i, ex in enumerate(request.examples[:3], start=1):
         parts.append(f"Training program {i} of the same mode (phase {ex.phase}, improved={ex.improved}):\n"
                      f"```python\n{ex.potential_code}\n```")
@@ -181,8 +167,12 @@ class LLMCompiler:
     """Potential programs written by a language model, checked and repaired (at most `max_attempts` requests)."""
 
     def __init__(self, backend: LLMBackend, ledger: TokenLedger | None = None, *, max_attempts: int = MAX_ATTEMPTS,
-                 temperature: float | None = None):
+                 temperature: float | None = None, hub: Hub | None = None):
         self.backend, self.ledger, self.max_attempts, self.temperature = backend, ledger, max_attempts, temperature
+        self.hub = hub
+
+    def connect(self, hub: Hub) -> None:
+        self.hub = hub
 
     def compile(self, request: CompileRequest) -> CompiledProgram:
         reports: list[PotentialReport] = []
@@ -191,8 +181,9 @@ class LLMCompiler:
             reports.append(run_checks(code, request))
             return reports[-1].errors
 
-        system = render_prompt("compiler", helpers=helper_reference(), tools=", ".join(LEARNING_TOOLS))
-        source = ask_code(self.backend, system=system, prompt=compile_prompt(request), role=ROLE_COMPILER,
+        system = render_prompt("compiler", **potential_reference(self.hub))
+        goals = sim_call(self.hub, "sim", "scene_goals", spec=spec_json(request.spec))
+        source = ask_code(self.backend, system=system, prompt=compile_prompt(request, goals), role=ROLE_COMPILER,
                           ledger=self.ledger, check=check, max_attempts=self.max_attempts,
                           temperature=self.temperature)
         return _result(source, request, reports[-1], len(reports), [r.errors for r in reports[:-1]])

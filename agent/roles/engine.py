@@ -6,9 +6,9 @@ stored generation programs applied to new scenes by role binding.
 `LLMEngine` writes programs with a language model from the SDK reference (`prompts/engine.md`), the mode and
 retrieved programs, and repairs them from the verifier's violations.
 
-Both reach the simulator only through the sim and verifier servers (`hub`, set by `Roles.connect`): the sim
-server's `sample_programs`, `vary_scene`, `scene_program`, `scene_objects` and `program_reference`, and the
-verifier's `verify_program`.
+Both reach the simulator and the memory only through the servers (`hub`, set by `Roles.connect`): the sim
+server's `sample_programs`, `vary_scene`, `scene_program`, `scene_objects` and `program_reference`, the verifier's
+`verify_program`, and the memory's `bind_roles`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from memory_store.programs import bind_roles
 from memory_store.schema import GenerationProgram
 from sim.constants import SCENE_FACTOR_OF
 from sim.spec import SceneSpec
@@ -67,9 +66,9 @@ class Engine(Protocol):
 
 
 def sim_call(hub: Hub | None, server: str, tool: str, **args) -> Any:
-    """A tool of the sim or verifier server; the roles reach the simulator only this way."""
+    """A tool of the sim, verifier or memory server; the roles reach the simulator and the memory only this way."""
     if hub is None:
-        raise RuntimeError(f"the data engine calls {server}.{tool}: connect the roles to the servers first "
+        raise RuntimeError(f"a role calls {server}.{tool}: connect the roles to the servers first "
                            "(Roles.connect(hub))")
     return hub.call(server, tool, args).data
 
@@ -135,7 +134,9 @@ class OfflineEngine:
     def apply_generation_program(self, program: GenerationProgram, spec: SceneSpec, n: int, seed: int = 0,
                                  phase: str | None = None) -> list[EngineProgram]:
         """Recreate a stored difficulty in a new scene: bind the program's roles, vary its factor."""
-        bindings = bind_roles(program.roles, program.required_relations, self.scene_objects(spec))
+        bindings = sim_call(self.hub, "memory", "bind_roles", roles=list(program.roles),
+                            relations=[r.model_dump(mode="json") for r in program.required_relations],
+                            objects=self.scene_objects(spec))
         out = []
         for j, binding in enumerate(bindings):
             other = binding.get("occluder") or binding.get("distractor")

@@ -1,7 +1,8 @@
 """The data engine's operators as scene programs: seed programs of the family samplers, one-factor variants,
 domain-randomized scenes, and the prompt material of an LLM engine. The sim server's tools `sample_programs`,
-`vary_scene`, `domain_randomize_scene`, `scene_program`, `variation_operators`, `scene_objects`,
-`program_reference` and `potential_template` are adapters over these functions; nothing here is stored.
+`vary_scene`, `domain_randomize_scene`, `scene_program`, `variation_operators`, `scene_objects`, `scene_goals`,
+`program_reference`, `potential_reference` and `potential_template` are adapters over these functions; nothing here
+is stored.
 
     sample_programs("stack", 2, start_seed=10)                   # [SceneProgram, SceneProgram]
     vary_scene(spec, "layout", 4, seed=0, operators=("rotate", "resample"))  # Variants
@@ -100,6 +101,14 @@ def scene_objects(spec: SceneSpec) -> list[SceneObject]:
     return [SceneObject(**o) for o in V.scene_objects(spec)]
 
 
+def scene_goals(spec: SceneSpec) -> list[str]:
+    """The goal atoms of the scene's success predicate in the order the scripted planner achieves them
+    (`sim.planner.order_subgoals`), e.g. ["inside(mug, bowl)"]."""
+    from sim.planner import order_subgoals
+
+    return [str(a) for a in order_subgoals(spec.task.success)]
+
+
 def potential_template(spec: SceneSpec, factor: str, phase: str, cause: str, learning_tool: str, level: int) -> str:
     """The offline compiler's potential program for a diagnosis (`sim.engine.potential_templates.write_program`,
     refined by the scene objects the cause names)."""
@@ -123,3 +132,21 @@ def program_reference() -> dict[str, str]:
     examples = [f"# {p.name}\n{p.read_text()}" for p in sorted(EXAMPLES_DIR.glob("*.py"))
                 if not p.name.startswith("fault")]
     return {"categories": "; ".join(cats), "examples": "\n\n".join(examples)}
+
+
+def potential_reference() -> dict[str, str]:
+    """An LLM compiler's prompt material: the helpers potential programs may call, one line each with its signature
+    and first docstring line as programs get them (`sim.program_helpers`: plain floats, bools, tuples and Vec / Mat
+    instead of numpy arrays), and the learning tools a program may route to."""
+    import inspect
+
+    from sim import program_helpers
+    from sim.potential import helper_names
+    from sim.potential_schema import LEARNING_TOOLS
+
+    lines = []
+    for name in sorted(helper_names()):
+        fn = getattr(program_helpers, name)
+        doc = (inspect.getdoc(fn) or "").splitlines()
+        lines.append(f"- h.{name}{inspect.signature(fn)}" + (f": {doc[0]}" if doc else ""))
+    return {"helpers": "\n".join(lines), "tools": ", ".join(LEARNING_TOOLS)}

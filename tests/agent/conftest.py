@@ -1,4 +1,5 @@
-"""A hub over in-memory sim and verifier servers: the roles reach the simulator only through their tools."""
+"""A hub over in-memory sim, verifier and memory servers: the roles reach the simulator and the memory only through
+their tools."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from agent.hub import Hub, ServerSpec
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    from servers import sim, verifier
+    from memory_store.embed import HashingEmbedder
+    from servers import memory, sim, verifier
 
     run_dir = tmp_path_factory.mktemp("run")
     h = Hub([ServerSpec("sim", server=sim.build_server(run_dir)),
-             ServerSpec("verifier", server=verifier.build_server(run_dir))]).start()
+             ServerSpec("verifier", server=verifier.build_server(run_dir)),
+             ServerSpec("memory", server=memory.build_server(run_dir, embedder=HashingEmbedder()))]).start()
     yield h
     h.close()

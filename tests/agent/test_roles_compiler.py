@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from local_checks import local_checker
 
 from agent.roles import compiler as C
 from agent.roles.compiler import CompileError, CompileRequest, OfflineCompiler, learning_tool_for
@@ -10,7 +11,14 @@ from agent.roles.critic import CriticDiagnosis, OfflineCritic
 from memory_store.schema import TrainingProgram
 from sim.engine.planted import attempt
 from sim.evidence.timeline import build_evidence
+from sim.potential_schema import PotentialReport
 from sim.trace import planner_trace
+
+
+def request(diagnosis, spec, rollout, demo) -> CompileRequest:
+    """A request checked on a failed rollout and a demonstration held here (a run checks through the verifier)."""
+    return CompileRequest(diagnosis, spec, local_checker(spec, [rollout], [demo]), has_demo=True)
+
 
 FAULT = {"pick_place": "lift_drop", "stack": "transport_drop", "prep": "place_offset", "articulated": "handle_release"}
 
@@ -30,7 +38,7 @@ def failed_and_demo(family: str):
 def test_offline_programs_pass_all_checks(family, hub):
     item, demo = failed_and_demo(family)
     diagnosis = OfflineCritic().diagnose(build_evidence(item.trace))
-    out = OfflineCompiler(hub).compile(CompileRequest(diagnosis, item.trace.spec, rollouts=[item.trace], demos=[demo]))
+    out = OfflineCompiler(hub).compile(request(diagnosis, item.trace.spec, item.trace, demo))
     r = out.report
     assert r.ok and not r.errors and out.attempts >= 1
     assert r.rank_correlation[0] >= 0.5 and r.ms_per_state < 1.0 and r.states_checked > item.trace.steps
@@ -50,7 +58,7 @@ def test_phase_and_cause_shape_the_decomposition(phase, cause_obj, refined, hub)
     others = [o.name for o in spec.task.objects if o.role == "distractor"]
     named = others[0] if others and cause_obj else spec.task.with_role("target")[0].name
     d = CriticDiagnosis(factor="spatial", phase=phase, cause=f"the gripper hit the {named} on the way, 1.0 cm away")
-    out = OfflineCompiler(hub).compile(CompileRequest(d, spec, rollouts=[item.trace], demos=[demo]))
+    out = OfflineCompiler(hub).compile(request(d, spec, item.trace, demo))
     assert out.report.ok
     if refined and others:
         assert out.attempts == 1 and any(s.startswith(refined) for s in out.subgoals), out.subgoals
@@ -66,21 +74,32 @@ def test_failed_checks_fall_back_to_simpler_templates(monkeypatch, hub):
 
     monkeypatch.setattr(C, "sim_call", broken_first)
     d = OfflineCritic().diagnose(build_evidence(item.trace))
-    out = OfflineCompiler(hub).compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[demo]))
+    out = OfflineCompiler(hub).compile(request(d, item.trace.spec, item.trace, demo))
     assert out.report.ok and out.attempts == 2
     assert "potentials must lie in [0, 1]" in out.attempt_errors[0][0]
 
     monkeypatch.setattr(C, "sim_call", lambda h, server, tool, **kw: "SUBGOALS = []\n")
     with pytest.raises(CompileError, match="3 attempts") as info:
-        OfflineCompiler(hub).compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[demo]))
+        OfflineCompiler(hub).compile(request(d, item.trace.spec, item.trace, demo))
     assert len(info.value.errors) == 3
 
 
-def test_a_demonstration_is_required(hub):
-    item, _ = failed_and_demo("pick_place")
+def test_programs_are_checked_by_the_requests_checker(hub):
+    """The checker is the compiler's only check (in a run, the verifier server's check_potential): what it reports
+    is what the compiler acts on."""
+    item, demo = failed_and_demo("pick_place")
     d = OfflineCritic().diagnose(build_evidence(item.trace))
+    seen: list[str] = []
+
+    def refuse(source: str) -> PotentialReport:
+        seen.append(source)
+        return PotentialReport(ok=False, errors=[f"refused {len(seen)}"])
+
+    with pytest.raises(CompileError, match="refused 3") as info:
+        OfflineCompiler(hub).compile(CompileRequest(d, item.trace.spec, refuse, has_demo=True))
+    assert info.value.errors == [["refused 1"], ["refused 2"], ["refused 3"]] and len(set(seen)) == 3
     with pytest.raises(ValueError, match="successful demonstration"):
-        OfflineCompiler(hub).compile(CompileRequest(d, item.trace.spec, rollouts=[item.trace], demos=[item.trace]))
+        local_checker(item.trace.spec, [item.trace], [item.trace])
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from local_checks import local_checker
 from scripted_llm_server import ScriptedLLMServer, reply
 
 from agent.llm import LLMOutputError, TokenLedger
@@ -14,6 +15,7 @@ from agent.roles import CompileRequest, WriteRequest, make_roles
 from sim.engine.planted import attempt
 from sim.engine.potential_templates import write_program
 from sim.evidence.timeline import build_evidence
+from sim.planner import order_subgoals
 from sim.trace import planner_trace
 
 PROVIDERS = ["anthropic", "openai"]
@@ -139,41 +141,44 @@ def compile_request(failure):
     from agent.roles.critic import OfflineCritic
 
     trace, demo = failure
-    return CompileRequest(OfflineCritic().diagnose(build_evidence(trace)), trace.spec, rollouts=[trace], demos=[demo])
+    return CompileRequest(OfflineCritic().diagnose(build_evidence(trace)), trace.spec,
+                          local_checker(trace.spec, [trace], [demo]), has_demo=True)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_compiler_good_program(provider, failure):
+def test_compiler_good_program(provider, failure, hub):
     req = compile_request(failure)
     source = write_program(req.spec, factor="execution", phase="lift", cause=req.diagnosis.cause, tool="awr_shaped")
     ledger = TokenLedger()
     with ScriptedLLMServer([reply(program_answer(source), input_tokens=3000, output_tokens=800)]) as server:
-        out = roles_for(provider, server, ledger).compiler.compile(req)
+        out = roles_for(provider, server, ledger, hub).compiler.compile(req)
     assert out.report.ok and out.attempts == 1 and out.learning_tool == "awr_shaped"
     body = json.dumps(server.requests[0].body)
     assert "h.tcp_distance(" in body and "h.is_grasped(" in body  # the helper reference
+    goals = ", ".join(str(a) for a in order_subgoals(req.spec.task.success))
+    assert json.dumps(f"goals in execution order: {goals}\n")[1:-1] in body  # the scene's goals from the sim server
     assert f"factor {req.diagnosis.factor}, phase {req.diagnosis.phase}" in body
     assert ledger.role("compiler") == {**ledger.role("compiler"), "calls": 1, "input_tokens": 3000,
                                        "output_tokens": 800}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_compiler_repairs_from_check_errors(provider, failure):
+def test_compiler_repairs_from_check_errors(provider, failure, hub):
     req = compile_request(failure)
     good = write_program(req.spec, factor="execution", phase="lift", cause="drop", tool="awr_shaped", level=1)
     bad = good.replace("return clip01(", "return 3.0 * clip01(", 1)
     with ScriptedLLMServer([reply(program_answer(bad)), reply(program_answer(good))]) as server:
-        out = roles_for(provider, server, TokenLedger()).compiler.compile(req)
+        out = roles_for(provider, server, TokenLedger(), hub).compiler.compile(req)
     assert out.report.ok and out.attempts == 2 and out.attempt_errors
     assert "potentials must lie in [0, 1]" in user_texts(server, 1)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_compiler_program_that_never_passes_is_rejected(provider, failure):
+def test_compiler_program_that_never_passes_is_rejected(provider, failure, hub):
     req = compile_request(failure)
     with ScriptedLLMServer([reply(program_answer("LEARNING_TOOL = 'bc'\n"))] * 3) as server:
         with pytest.raises(LLMOutputError, match="compiler: .* after 3 attempt") as info:
-            roles_for(provider, server, TokenLedger()).compiler.compile(req)
+            roles_for(provider, server, TokenLedger(), hub).compiler.compile(req)
     assert "SUBGOALS" in info.value.last_error
 
 

@@ -42,7 +42,7 @@ def test_annotations(server):
             for name in ("set_mode_status", "export_memory"):
                 assert tools[name].destructive_hint, name
             for name in ("search_diagnoses", "list_modes", "get_mode", "get_generation_programs",
-                         "get_training_programs", "memory_status"):
+                         "get_training_programs", "memory_status", "bind_roles", "allocate_evenly"):
                 assert tools[name].read_only_hint, name
             assert all(a.open_world_hint is False for a in tools.values())
 
@@ -305,3 +305,36 @@ def test_export_is_confined_to_a_subfolder(server, tmp_path):
     run(main())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exports", "link", "memory", "my-export"]
     assert not list(outside.iterdir())
+
+
+def test_role_binding_is_the_librarys(server):
+    """bind_roles answers what memory_store.programs.bind_roles does, and its errors say what is wrong."""
+    from memory_store.programs import bind_roles
+
+    kitchen = [{"name": "mug_1", "role": "target", "category": "mug"},
+               {"name": "bowl_2", "role": "receptacle", "category": "bowl"},
+               {"name": "bowl_1", "category": "bowl", "tags": ["container"]},
+               {"name": "apple", "category": "apple", "tags": ["graspable"]},
+               {"name": "shelf", "role": "distractor", "category": "shelf", "tags": ["surface"]}]
+    inside = [{"predicate": "inside", "roles": ["target", "receptacle"], "requires": {"receptacle": ["container"]}}]
+
+    async def main():
+        async with Client(server) as c:
+            for roles, relations, n in ((["target", "receptacle"], inside, 3), (["target", "receptacle"], [], 2),
+                                        (["target", "support"], [], 3), ([], [], 3), (["articulated"], [], 3)):
+                got = (await ok(c, "bind_roles", {"roles": roles, "relations": relations, "objects": kitchen,
+                                                  "max_bindings": n}))["result"]
+                assert got == bind_roles(roles, relations, kitchen, n), (roles, relations)
+            assert (await ok(c, "bind_roles", {"roles": ["target", "receptacle"], "relations": inside,
+                                               "objects": kitchen}))["result"][0] == {"target": "mug_1",
+                                                                                      "receptacle": "bowl_1"}
+            assert "role" in await err(c, "bind_roles", {"roles": ["cup"], "objects": kitchen})
+            assert "distinct" in await err(c, "bind_roles", {"roles": ["target", "target"], "objects": kitchen})
+            assert "not in required roles" in await err(c, "bind_roles", {"roles": ["target"], "relations": inside,
+                                                                          "objects": kitchen})
+            assert "distinct non-empty 'name'" in await err(c, "bind_roles", {
+                "roles": ["target"], "objects": [{"name": "a"}, {"name": "a"}]})
+            assert "max_bindings" in await err(c, "bind_roles", {"roles": ["target"], "objects": kitchen,
+                                                                 "max_bindings": 4})
+
+    run(main())

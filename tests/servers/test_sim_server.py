@@ -31,7 +31,9 @@ TOOLS = {
     "scene_program": (True, False, True),
     "variation_operators": (True, False, True),
     "scene_objects": (True, False, True),
+    "scene_goals": (True, False, True),
     "program_reference": (True, False, True),
+    "potential_reference": (True, False, True),
     "potential_template": (True, False, True),
     "plant_failures": (True, False, True),
 }
@@ -168,6 +170,11 @@ def test_engine_tools_make_programs_without_storing(server):
             source = await ok(c, "potential_template", {"spec": spec, "factor": "spatial", "phase": "approach",
                                                          "cause": "the gripper hit the bowl"})
             assert "SUBGOALS = " in source.get("result", "")
+            goals = (await ok(c, "scene_goals", {"spec": spec}))["result"]
+            assert goals and all(g.startswith(("inside(", "on(")) for g in goals), goals
+            ref = await ok(c, "potential_reference")
+            assert set(ref) == {"helpers", "tools"} and "- h.is_grasped(" in ref["helpers"]
+            assert ref["tools"] == "bc, awr_shaped, reevaluate, return_to_engine"
             assert (await ok(c, "list_scenes"))["total"] == 1  # only sample_scene stored anything
 
     run(main())

@@ -95,7 +95,7 @@ def test_every_tool_over_stdio(tmp_path):
         await asyncio.gather(sim_then_verifier(), memory())
 
     run(both())
-    assert len(called["sim"]) == 9 and len(called["verifier"]) == 4 and len(called["memory"]) == 17
+    assert len(called["sim"]) == 20 and len(called["verifier"]) == 4 and len(called["memory"]) == 19
 
 
 def test_mcp_config_commands_start_and_list_tools(tmp_path):
