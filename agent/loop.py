@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 WAIT_S = 45.0
 MAX_DRAWS = 4
+INTERVENTION_FACTORS = ("task", "layout", "attributes")
+"""scene factors an intervention changes, one at a time"""
 """a round draws at most this many candidate environments per accepted one before it gives up"""
 
 
@@ -147,7 +149,9 @@ class CoEvolution:
         say(f"  generated {len(scenes)} scenes, {len(ok)} verified")
         rollouts = st.step(f"r{r}.rollouts", lambda: self.rollouts(r, ok))
         say(f"  {len(rollouts)} rollouts, success {_rate(rollouts):.2f}")
-        diags = st.step(f"r{r}.diagnose", lambda: self.diagnose(r, scenes, rollouts) if m.critic else [])
+        interventions = st.step(f"r{r}.intervene", lambda: self.intervene(r, rollouts) if m.intervene else {})
+        diags = st.step(f"r{r}.diagnose", lambda: self.diagnose(r, scenes, rollouts, interventions) if m.critic
+                        else [])
         if m.critic:
             say(f"  {len(diags)} failures diagnosed into {len({d['mode_id'] for d in diags})} modes")
         verdicts = st.step(f"r{r}.validate", lambda: self.validate(r, scenes, rollouts))
@@ -212,6 +216,8 @@ class CoEvolution:
             if parent is None or k <= 0:
                 continue
             mode = self.call("memory", "get_mode", mode_id=mode_id)
+            if self._bc_only(mode):
+                continue
             targeted, control = engine.batches(parent, mode["factor"], mode["phase"], max(1, k // 2),
                                                seed=1000 * r + 100_000 * self.seed)
             for pair in zip(targeted, control, strict=False):  # interleaved: a cut keeps both batches
@@ -222,11 +228,30 @@ class CoEvolution:
             if parent is None or k <= 0:
                 continue
             mode = self.call("memory", "get_mode", mode_id=mode_id)
+            if self._bc_only(mode):
+                continue
             made = engine.variants(parent, SCENE_FACTOR_OF[mode["factor"]], k, seed=7 * r + 1 + 100_000 * self.seed,
                                    batch="replay")
             programs += [(pr, mode_id) for pr in made]
         yield from programs
         yield from self._novel(r)
+
+    def _bc_only(self, mode: dict) -> bool:
+        """An execution mode found by intervention (no factor change helped) gets no scene variants: its units go
+        to novel environments and its failing scenes to the round's BC data (`execution_scenes`)."""
+        return self.method.intervene and mode["factor"] == "execution"
+
+    def execution_scenes(self, r: int) -> list[str]:
+        """Failing scenes of the execution modes allocated in round r (with interventions): cloned from the
+        planner in round r's update, as D_t does for the round's own environments."""
+        if r == 0 or not self.method.intervene:
+            return []
+        alloc, mode_scenes = self.state.result(f"r{r}.allocate"), self._mode_scenes(r)
+        out: list[str] = []
+        for mode_id, k in {**alloc.get("per_mode", {}), **alloc.get("replay_per_mode", {})}.items():
+            if k > 0 and self._bc_only(self.call("memory", "get_mode", mode_id=mode_id)):
+                out += (mode_scenes.get(mode_id) or [])[:k]
+        return list(dict.fromkeys(out))
 
     def _mode_scenes(self, r: int) -> dict[str, list[str]]:
         """Scenes where each mode was diagnosed: all rounds with generation memory, else the previous round only."""
@@ -369,33 +394,82 @@ class CoEvolution:
         return [{**x, "family": info[x["scene_id"]]["family"], "batch": info[x["scene_id"]]["batch"],
                  "mode_id": info[x["scene_id"]]["mode_id"]} for x in result]
 
-    def diagnose(self, r: int, scenes: list[dict], rollouts: list[dict]) -> list[dict]:
-        from sim.evidence.models import Evidence
-
+    def to_diagnose(self, rollouts: list[dict]) -> list[dict]:
+        """The failed rollouts the critic examines: at most C per (family, batch, mode) stratum, strata in order."""
         strata = defaultdict(list)
         for x in rollouts:
             if not x["success"]:
                 strata[(x["family"], x["batch"], x["mode_id"] or "")].append(x)
+        return [x for key in sorted(strata) for x in strata[key][: self.preset.max_diagnoses]]
+
+    def intervene(self, r: int, rollouts: list[dict]) -> dict[str, dict]:
+        """Attribution by intervention (issue 19): for each scene with a failure to diagnose, the current policy
+        (mean action, so the outcome is the scene's, not the sampling's) rolls out once in the unchanged scene and
+        once in each of `preset.intervention_variants` verified variants per scene factor (task, layout,
+        attributes; the engine's own operators). Returns scene id -> `Intervention` fields. The variant scenes are
+        stored for the trainer but are not the round's environments (no memory records, no training)."""
+        from sim.spec import SceneSpec
+
+        n = self.preset.intervention_variants
+        scene_ids = list(dict.fromkeys(x["scene_id"] for x in self.to_diagnose(rollouts)))
+        if n <= 0 or not scene_ids:
+            return {}
+        plan: dict[str, dict[str, list[str]]] = {}
+        for i, sid in enumerate(scene_ids):
+            spec = SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=sid)["spec"])
+            plan[sid] = {}
+            for j, factor in enumerate(INTERVENTION_FACTORS):
+                made = self.roles.engine.variants(spec, factor, n, seed=7_919 * r + 101 * i + j + 1_000_003 * self.seed,
+                                                  batch="intervention")
+                plan[sid][factor] = [v for v in map(self._verified_scene, made) if v and v != sid]
+        todo = list(dict.fromkeys([*scene_ids, *(v for p in plan.values() for ids in p.values() for v in ids)]))
+        success: dict[str, bool] = {}
+        for k in range(0, len(todo), MAX_BATCH):
+            got = self.job("collect_rollouts", scene_ids=todo[k : k + MAX_BATCH], per_scene=1, mode="mean",
+                           seed=r + 1000 * self.seed, tag=f"i{r}")
+            success.update({x["scene_id"]: bool(x["success"]) for x in got})
+        out = {sid: {"original_success": success[sid],
+                     "variants": {f: [success[v] for v in ids] for f, ids in plan[sid].items()}} for sid in scene_ids}
+        flips = sum(1 for v in out.values() for ok in v["variants"].values() if any(ok))
+        say(f"  intervened on {len(scene_ids)} failing scenes ({len(todo) - len(scene_ids)} variants, "
+            f"{flips} factor flips)")
+        return out
+
+    def _verified_scene(self, program) -> str | None:
+        """Create a scene from an engine program and verify it: its id, or None when it fails."""
+        try:
+            info = self.call("sim", "create_scene", source=program.source, seed=program.seed)
+        except ToolError:
+            return None
+        return info["scene_id"] if self.call("verifier", "verify_scene", scene_id=info["scene_id"])["passed"] else None
+
+    def diagnose(self, r: int, scenes: list[dict], rollouts: list[dict],
+                 interventions: dict[str, dict] | None = None) -> list[dict]:
+        from agent.roles.critic import Intervention
+        from sim.evidence.models import Evidence
+
+        interventions = interventions or {}
         out, mode_scenes = [], self.state.get("mode_scenes", {})
-        for key in sorted(strata):
-            for x in strata[key][: self.preset.max_diagnoses]:
-                ev = self.call("trainer", "get_rollout_evidence", rollout_id=x["rollout_id"])
-                evidence = Evidence.model_validate(ev["evidence"])
-                try:
-                    d = self.roles.critic.diagnose(evidence)
-                except Exception as exc:  # noqa: BLE001 - a role failure skips this rollout, the round goes on
-                    log.warning("critic failed on %s: %s", x["rollout_id"], exc)
-                    continue
-                rec = self.call("memory", "record_diagnosis", diagnosis={
-                    "id": f"d-{x['rollout_id']}", "scene_id": x["scene_id"], "rollout_ids": [x["rollout_id"]],
-                    "factor": d.factor, "phase": d.phase, "cause": d.cause, "round": r, "run_id": self.run_id,
-                    "evidence": {"step_indices": d.evidence_steps, "state_facts": d.state_facts}})
-                mode_scenes.setdefault(rec["mode_id"], [])
-                if x["scene_id"] not in mode_scenes[rec["mode_id"]]:
-                    mode_scenes[rec["mode_id"]].append(x["scene_id"])
-                out.append({"rollout_id": x["rollout_id"], "scene_id": x["scene_id"], "mode_id": rec["mode_id"],
-                            "factor": d.factor, "phase": d.phase, "cause": d.cause,
-                            "target_mode": x["mode_id"] if x["batch"] == "targeted" else None})
+        for x in self.to_diagnose(rollouts):
+            ev = self.call("trainer", "get_rollout_evidence", rollout_id=x["rollout_id"])
+            evidence = Evidence.model_validate(ev["evidence"])
+            inter = interventions.get(x["scene_id"])
+            try:
+                d = self.roles.critic.diagnose(evidence, Intervention.model_validate(inter) if inter else None)
+            except Exception as exc:  # noqa: BLE001 - a role failure skips this rollout, the round goes on
+                log.warning("critic failed on %s: %s", x["rollout_id"], exc)
+                continue
+            rec = self.call("memory", "record_diagnosis", diagnosis={
+                "id": f"d-{x['rollout_id']}", "scene_id": x["scene_id"], "rollout_ids": [x["rollout_id"]],
+                "factor": d.factor, "phase": d.phase, "cause": d.cause, "round": r, "run_id": self.run_id,
+                "evidence": {"step_indices": d.evidence_steps, "state_facts": d.state_facts}})
+            mode_scenes.setdefault(rec["mode_id"], [])
+            if x["scene_id"] not in mode_scenes[rec["mode_id"]]:
+                mode_scenes[rec["mode_id"]].append(x["scene_id"])
+            out.append({"rollout_id": x["rollout_id"], "scene_id": x["scene_id"], "mode_id": rec["mode_id"],
+                        "factor": d.factor, "phase": d.phase, "cause": d.cause,
+                        "target_mode": x["mode_id"] if x["batch"] == "targeted" else None,
+                        "intervened": inter is not None})
         self.state.set("mode_scenes", mode_scenes)
         self.save_ledger()
         return out
@@ -518,7 +592,8 @@ class CoEvolution:
         args = dict(rollout_ids=list(dict.fromkeys(ids)), critic_updates=p.critic_updates,
                     policy_updates=p.policy_updates if m.update_policy else 0, lora=p.lora)
         if m.round_data == "dt":  # D_t: the planner on every accepted environment of the round, + own successes
-            bc_scenes = list(dict.fromkeys(x["scene_id"] for x in rollouts))[: 4 * MAX_BATCH] if args["policy_updates"] else []
+            ids_dt = [x["scene_id"] for x in rollouts] + self.execution_scenes(r)
+            bc_scenes = list(dict.fromkeys(ids_dt))[: 4 * MAX_BATCH] if args["policy_updates"] else []
             args["bc_successes"] = bool(args["policy_updates"])
         else:  # before issue 19: fresh seed-scene demos of every family, + the scenes of modes routed to BC
             args.update(demo_families=list(p.families), demos_per_family=max(1, p.demos_per_family // 2))

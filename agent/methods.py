@@ -13,6 +13,8 @@ same number of ACCEPTED (verified) environments; only the switches of its `Metho
                                 (success rate only: no diagnosis)
                    memory:      no generation: the accepted scenes of another run (its memory), round by round
     critic         the failure critic diagnoses failed rollouts into difficulty modes
+    intervene      the critic's factor comes from interventions: the policy re-run in one-factor variants of the
+                   failed scene (`CoEvolution.intervene`); off: from the rollout evidence alone
     refine         the diagnoses are refined: targeted-vs-control validation decides which modes are compiled, and
                    the compiler may repair a potential from its check errors (off: every diagnosed mode counts as
                    validated and the compiler gets one attempt)
@@ -56,6 +58,7 @@ class Method:
     """False: no generation rounds (the base SFT policy is the result)"""
     generation: str = "diagnosis"
     critic: bool = True
+    intervene: bool = True
     refine: bool = True
     potential: str = "diagnosis"
     gen_memory: bool = True
@@ -73,6 +76,8 @@ class Method:
             raise ValueError(f"round_data must be one of {', '.join(ROUND_DATA)}, got {self.round_data!r}")
         if self.select not in SELECTS:
             raise ValueError(f"select must be one of {', '.join(SELECTS)}, got {self.select!r}")
+        if self.intervene and not self.critic:
+            raise ValueError(f"{self.name}: interventions attribute the critic's diagnoses, so they need the critic")
         if self.potential != "none" and not self.critic:
             raise ValueError(f"{self.name}: potentials are compiled for diagnosed modes, so they need the critic")
 
@@ -85,7 +90,7 @@ class Method:
         return asdict(self)
 
 
-_BLIND = dict(critic=False, refine=False, potential="none", gen_memory=False, train_memory=False)
+_BLIND = dict(critic=False, intervene=False, refine=False, potential="none", gen_memory=False, train_memory=False)
 CODA = Method("coda", "CoDA: memory-guided generation, critic, validation, Text2potential, persistent memory")
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -108,13 +113,15 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             "compiler attempt)", refine=False),
     replace(CODA, name="frozen_critic_select", summary="frozen policy; the value critic learns and selects chunks",
             update_policy=False, select="critic"),
+    replace(CODA, name="evidence_critic", summary="CoDA with the critic's factor read from the rollout evidence "
+            "alone (no interventions)", intervene=False),
     replace(CODA, name="no_dt", summary="CoDA with the round data before issue 19 (BC on seed-scene demos, not D_t)",
             round_data="base"),
     replace(CODA, name="gen_memory_only", summary="CoDA with generation memory only", train_memory=False),
     replace(CODA, name="train_memory_only", summary="CoDA with training memory only", gen_memory=False),
     # transfer: another run's memory (scenes and training programs) reused without new generation
     Method("memory_transfer", "train on another run's accepted scenes and training programs (no generation)",
-           generation="memory", critic=False, refine=False, potential="none", gen_memory=False, train_memory=True),
+           generation="memory", critic=False, intervene=False, refine=False, potential="none", gen_memory=False, train_memory=True),
 )}
 MAIN = ("sft", "domain_rand", "uniform", "success_guided", "no_memory", "coda")
 """the methods of the main table, in the paper's order"""

@@ -34,6 +34,8 @@ class Preset:
     """N: rollouts per valid environment"""
     max_diagnoses: int = 6
     """C: failed rollouts examined per (family, batch) stratum"""
+    intervention_variants: int = 2
+    """variants per scene factor in which the critic's interventions re-run the policy (0: none)"""
     critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
     policy_updates: int = POLICY_UPDATES
@@ -100,7 +102,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
     return get_preset(name, **{**EXPERIMENT_OVERRIDES.get(name, {}), **overrides})
 
 
-SETTABLE = ("demos_per_family", "sft_updates", "rounds", "seed_scenes_per_family", "targeted_per_family",
+SETTABLE = ("intervention_variants", "demos_per_family", "sft_updates", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "eps_novel",
             "eps_replay", "lora")
 """the budget fields `--set` may change"""

@@ -152,11 +152,10 @@ def symbol_table(spec: SceneSpec, goals: list[str]) -> str:
 
 def compile_prompt(request: CompileRequest, goals: list[str]) -> str:
     d = request.diagnosis
-    # the suggestion is routed without a demonstration, as it always was for the loop's requests (their
-    # demonstrations are checked by the verifier, not passed in); the offline compiler routes with has_demo
+    # routed as the offline compiler routes (the loop's scenes have a planner demonstration: has_demo)
     parts = [f"Diagnosis: factor {d.factor}, phase {d.phase}. Cause: {d.cause}",
              "Scene symbol table:\n" + symbol_table(request.spec, goals),
-             f"Suggested learning tool: {learning_tool_for(d.factor, request.success_rate, False)}."]
+             f"Suggested learning tool: {learning_tool_for(d.factor, request.success_rate, request.has_demo)}."]
     for i, ex in enumerate(request.examples[:3], start=1):
         parts.append(f"Training program {i} of the same mode (phase {ex.phase}, improved={ex.improved}):\n"
                      f"```python\n{ex.potential_code}\n```")

@@ -10,6 +10,12 @@
    the stalled object has a neighbour right on its grasp side, or a handle faces away from the robot;
 4. execution otherwise: the phase of the first failure event (drop, missed grasp...), else where progress stalled.
 
+With an `Intervention` (the orchestrator re-ran the same policy, deterministically, in the failed scene and in
+variants that change one scene factor each), the factor is attributed by intervention instead: the factor whose
+change turned the failure into success more often than the other two did; when the policy fails in every variant
+alike, or succeeds in the unchanged scene too, the failure is *execution*. The rules above then only localize the
+phase (the attributed factor's rule where it applies, else the execution rule).
+
 `LLMCritic` asks a (vision-)language model for the same `CriticDiagnosis`, given the evidence text and keyframes.
 Both read only the rollout's evidence (`sim.evidence.models.Evidence`, e.g. from the trainer server's
 `get_rollout_evidence`), never how the scene was made.
@@ -25,7 +31,7 @@ from agent.llm import ROLE_CRITIC, ImageBlock, LLMBackend, TokenLedger, ask_stru
 from memory_store.schema import Diagnosis
 from memory_store.schema import Evidence as RecordEvidence
 from prompts import render_prompt
-from sim.constants import DIAGNOSIS_FACTORS, PHASES
+from sim.constants import DIAGNOSIS_FACTORS, PHASES, SCENE_FACTOR_OF
 from sim.evidence.models import GRIPPER_OPENING, SPATIAL_EVENTS, Event, Evidence
 
 FactorName = Literal["task", "spatial", "attribute", "execution"]
@@ -56,8 +62,45 @@ class CriticDiagnosis(BaseModel):
                          factor=self.factor, phase=self.phase, cause=self.cause, evidence=evidence)
 
 
+class Intervention(BaseModel):
+    """Counterfactual rollouts of the failed rollout's policy (mean action, same seed): in the unchanged scene and in
+    variants that each change one scene factor (the data engine's own resampling operators)."""
+
+    original_success: bool = Field(description="the deterministic policy succeeded in the unchanged scene")
+    variants: dict[Literal["task", "layout", "attributes"], list[bool]] = Field(
+        default_factory=dict, description="scene factor -> success in each verified variant that changed it")
+
+    def rates(self) -> dict[str, float]:
+        return {f: sum(v) / len(v) for f, v in self.variants.items() if v}
+
+    def attributed(self) -> str | None:
+        """The diagnosis factor the intervention points at, or None (execution): the scene factor whose variants
+        succeeded strictly more often than every other tested factor's (and at all); none when the unchanged scene
+        succeeds deterministically (the failure came from sampling noise)."""
+        if self.original_success:
+            return None
+        rates = self.rates()
+        if not rates:
+            return None
+        best = max(rates.values())
+        top = [f for f, r in rates.items() if r == best]
+        if best <= 0.0 or len(top) != 1 or len(rates) < 2:
+            return None
+        return DIAGNOSIS_FACTOR_OF[top[0]]
+
+    def summary(self) -> str:
+        rates = ", ".join(f"{f} {sum(v)}/{len(v)}" for f, v in self.variants.items())
+        return (f"counterfactual rollouts (deterministic policy): unchanged scene "
+                f"{'succeeded' if self.original_success else 'failed'}; successes in one-factor variants: "
+                f"{rates or 'none verified'}")
+
+
+DIAGNOSIS_FACTOR_OF = {scene: diag for diag, scene in SCENE_FACTOR_OF.items() if diag != "execution"}
+"""scene factor changed by an intervention -> the diagnosis factor it stands for"""
+
+
 class Critic(Protocol):
-    def diagnose(self, evidence: Evidence) -> CriticDiagnosis: ...
+    def diagnose(self, evidence: Evidence, intervention: Intervention | None = None) -> CriticDiagnosis: ...
 
 
 def _failed(ev: Evidence) -> Evidence:
@@ -72,8 +115,10 @@ def _failed(ev: Evidence) -> Evidence:
 class OfflineCritic:
     """Rule-based diagnosis from rollout evidence and scene factors."""
 
-    def diagnose(self, evidence: Evidence) -> CriticDiagnosis:
+    def diagnose(self, evidence: Evidence, intervention: Intervention | None = None) -> CriticDiagnosis:
         ev = _failed(evidence)
+        if intervention is not None:
+            return by_intervention(ev, intervention)
         for rule in (task_rule, attribute_rule, spatial_rule):
             found = rule(ev)
             if found is not None:
@@ -216,6 +261,27 @@ def execution_rule(ev: Evidence) -> CriticDiagnosis:
                            state_facts=[_fact(e) for e in ev.events if e.kind != "goal_done"][:4])
 
 
+FACTOR_RULE = {"task": task_rule, "attribute": attribute_rule, "spatial": spatial_rule}
+
+
+def by_intervention(ev: Evidence, intervention: Intervention) -> CriticDiagnosis:
+    """The factor from the intervention; the phase, cause and steps from the attributed factor's rule where it
+    applies to the evidence, else from the execution rule (where the failure shows)."""
+    factor = intervention.attributed()
+    found = FACTOR_RULE[factor](ev) if factor else None
+    local = found or execution_rule(ev)
+    what = intervention.summary()
+    if factor is None:
+        cause = f"{local.cause} Changing the task, layout or attributes did not help ({what})."
+    elif found is None:
+        cause = (f"Changing the {SCENE_FACTOR_OF[factor]} turned the failure into success ({what}); it showed in "
+                 f"the {local.phase}: {local.cause}")
+    else:
+        cause = f"{local.cause} Changing the {SCENE_FACTOR_OF[factor]} turned it into success ({what})."
+    return CriticDiagnosis(factor=factor or "execution", phase=local.phase, cause=cause[:800],
+                           evidence_steps=local.evidence_steps, state_facts=[*local.state_facts[:3], what])
+
+
 # --- LLM backend -------------------------------------------------------------------------------------
 
 
@@ -240,10 +306,15 @@ class LLMCritic:
         self.backend, self.ledger = backend, ledger
         self.max_attempts, self.images, self.temperature = max_attempts, images, temperature
 
-    def diagnose(self, evidence: Evidence) -> CriticDiagnosis:
-        """Keyframes go to the model when `images` is set and the evidence has them (`build_evidence(render=True)`)."""
+    def diagnose(self, evidence: Evidence, intervention: Intervention | None = None) -> CriticDiagnosis:
+        """Keyframes go to the model when `images` is set and the evidence has them (`build_evidence(render=True)`);
+        an intervention's outcome is stated in the text."""
         ev = _failed(evidence)
-        prompt: list = [ev.to_prompt_text()]
+        text = ev.to_prompt_text()
+        if intervention is not None:
+            text += ("\n\nIntervention: " + intervention.summary() + ". A factor whose change turns the failure into "
+                     "success explains it; when no change helps, the failure is one of execution.")
+        prompt: list = [text]
         if self.images:
             prompt += [ImageBlock.from_bytes(k.png) for k in ev.keyframes if k.png]
         system = render_prompt("critic", factors=", ".join(DIAGNOSIS_FACTORS), phases=", ".join(PHASES))

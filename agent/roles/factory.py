@@ -11,7 +11,6 @@ from agent.roles.critic import Critic, LLMCritic, OfflineCritic
 from agent.roles.engine import LLMEngine, OfflineEngine
 
 
-
 @dataclass
 class Roles:
     engine: OfflineEngine | LLMEngine

@@ -154,8 +154,12 @@ class FakeTrainer:
 
 
 class ScriptedCritic:
-    def diagnose(self, evidence):
-        return CriticDiagnosis(factor="spatial", phase="grasp",
+    def __init__(self, factor: str = "spatial"):
+        self.factor, self.interventions = factor, []
+
+    def diagnose(self, evidence, intervention=None):
+        self.interventions.append(intervention)
+        return CriticDiagnosis(factor=self.factor, phase="grasp",
                                cause="a crate stands right next to the mug on its grasp side")
 
 
@@ -176,30 +180,33 @@ BASE_EVAL = [{"family": "pick_place", "suite": s, "n": 1, "success_rate": 0.25, 
 
 
 def run_method(tmp_path: Path, method: str, preset=PRESET, seed: int = 0, memory_from: Path | None = None,
-               learning_tool: str = "awr_shaped"):
+               learning_tool: str = "awr_shaped", critic_factor: str = "spatial"):
     from memory_store.embed import HashingEmbedder
     from servers.memory import build_server as memory_server
     from servers.sim import build_server as sim_server
 
-    run_dir = tmp_path / (method if learning_tool == "awr_shaped" else f"{method}-{learning_tool}")
+    run_dir = tmp_path / "-".join([method] + [x for x in (learning_tool, critic_factor)
+                                              if x not in ("awr_shaped", "spatial")])
     run_dir.mkdir(parents=True, exist_ok=True)
     trainer, compiler = FakeTrainer(run_dir), ScriptedCompiler(learning_tool)
     specs = [InProcess("sim", sim_server(run_dir)), InProcess("verifier", fake_verifier()),
              InProcess("memory", memory_server(run_dir, embedder=HashingEmbedder())),
              InProcess("trainer", trainer.server())]
-    roles = Roles(OfflineEngine(), ScriptedCritic(), compiler, TokenLedger(), "offline")
+    critic = ScriptedCritic(critic_factor)
+    roles = Roles(OfflineEngine(), critic, compiler, TokenLedger(), "offline")
     with Hub(specs) as hub:
         loop = CoEvolution(hub, roles, run_dir, preset, method, method=get_method(method), seed=seed,
                            base={"tag": "base", "eval": BASE_EVAL}, memory_from=memory_from, early_stop=False)
         state = loop.run()
-    return SimpleNamespace(state=state, steps=state["steps"], trainer=trainer, compiler=compiler, run_dir=run_dir)
+    return SimpleNamespace(state=state, steps=state["steps"], trainer=trainer, compiler=compiler, run_dir=run_dir,
+                           critic=critic)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("methods")
     names = ("sft", "domain_rand", "uniform", "success_guided", "no_memory", "coda", "sparse", "potential_from_task",
-             "no_refine", "frozen_critic_select")
+             "no_refine", "frozen_critic_select", "evidence_critic")
     return {m: run_method(tmp, m) for m in names}
 
 
@@ -590,3 +597,52 @@ def test_settings_have_one_source(tmp_path):
                                                                                             quick.policy_updates)
     assert d["collect_rollouts"]["per_scene"] == quick.rollouts_per_scene
     assert d["evaluate"]["n"] == quick.eval_per_suite
+
+
+def test_interventions_rerun_the_policy_in_one_factor_variants_of_each_failing_scene(runs):
+    """Before diagnosing, the loop re-runs the policy (mean action) once in each failing scene and in verified
+    variants that change one factor each; the critic gets exactly those outcomes; variants are no round
+    environments (not in the round's scenes, not trained on)."""
+    from agent.roles.critic import Intervention
+
+    run = runs["coda"]
+    inter = run.steps["r0.intervene"]["result"]
+    failing = {x["scene_id"] for x in run.steps["r0.rollouts"]["result"] if not x["success"]}
+    assert inter and set(inter) <= failing
+    calls = [c for c in run.trainer.of("collect_rollouts") if c["tag"] == "i0"]
+    assert calls and all(c["mode"] == "mean" and c["per_scene"] == 1 for c in calls)
+    rolled = [sid for c in calls for sid in c["scene_ids"]]
+    assert len(rolled) == len(set(rolled)) and set(inter) <= set(rolled)
+    accepted = {s["scene_id"] for s in run.steps["r0.generate"]["result"]}
+    for outcome in inter.values():
+        assert set(outcome["variants"]) == {"task", "layout", "attributes"}
+        assert all(1 <= len(v) <= 2 for v in outcome["variants"].values())  # preset.intervention_variants = 2
+    variants = set(rolled) - set(inter)
+    assert variants and not variants & accepted
+    trained = {rid for t in run.trainer.of("start_training") for rid in t["rollout_ids"]}
+    assert not any(rid.startswith("i0-") for rid in trained)
+    given = [i for i in run.critic.interventions if i is not None]
+    assert given and all(isinstance(i, Intervention) for i in given)
+    both = [*inter.values(), *run.steps["r1.intervene"]["result"].values()]
+    assert {i.model_dump_json() for i in given} <= {Intervention.model_validate(o).model_dump_json() for o in both}
+    assert all(d["intervened"] for d in run.steps["r0.diagnose"]["result"])
+    for name in ("evidence_critic", "domain_rand", "uniform", "sft"):
+        assert not runs[name].steps.get("r0.intervene", {}).get("result"), name
+    assert all(i is None for i in runs["evidence_critic"].critic.interventions)
+
+
+def test_execution_modes_get_no_scene_variants_and_their_scenes_join_the_bc_data(tmp_path):
+    """With interventions, a mode where no factor change helped (execution) is never turned into layout variants:
+    its units go to novel scenes and its failing scenes are cloned from the planner in the next update."""
+    run = run_method(tmp_path, "coda", critic_factor="execution")
+    assert {d["factor"] for d in run.steps["r0.diagnose"]["result"]} == {"execution"}
+    assert not batches(run, 1).get("targeted") and not batches(run, 1).get("control")
+    modes = {d["mode_id"] for d in run.steps["r0.diagnose"]["result"]}
+    allocated = set(run.steps["r1.allocate"]["result"].get("per_mode", {})) & modes
+    assert allocated
+    execution = {d["scene_id"] for d in run.steps["r0.diagnose"]["result"] if d["mode_id"] in allocated}
+    trains = run.trainer.of("start_training")
+    assert execution & set(trains[1]["demo_scene_ids"])
+    assert not execution & {s["scene_id"] for s in run.steps["r1.generate"]["result"]}
+    evidence_only = run_method(tmp_path, "evidence_critic", critic_factor="execution")
+    assert batches(evidence_only, 1).get("targeted"), "without interventions execution modes get layout variants"

@@ -87,3 +87,46 @@ def test_labelled_benchmark_200(hub):
     result = bench.evaluate(200, seed=0, hub=hub)
     assert result["n_failed_rollouts"] >= 200
     assert result["factor_accuracy"] >= 0.8 and result["phase_accuracy"] >= 0.7
+
+
+# --- attribution by intervention (issue 19) -----------------------------------------------------------------------
+from agent.roles.critic import Intervention  # noqa: E402
+
+
+@pytest.mark.parametrize(("variants", "original", "factor"), [
+    ({"task": [False, False], "layout": [False, False], "attributes": [True, False]}, False, "attribute"),
+    ({"task": [True, True], "layout": [False, True], "attributes": [False, False]}, False, "task"),
+    ({"task": [False], "layout": [True], "attributes": [False, False]}, False, "spatial"),
+    ({"task": [False, False], "layout": [False, False], "attributes": [False, False]}, False, None),  # none helps
+    ({"task": [True, False], "layout": [False, False], "attributes": [True, False]}, False, None),  # a tie
+    ({"task": [False], "layout": [False], "attributes": [True]}, True, None),  # fails only when sampled
+    ({"attributes": [True, True]}, False, None),  # one factor tested: nothing to contrast it with
+    ({}, False, None),
+])
+def test_intervention_attributes_to_the_factor_whose_change_alone_helps(variants, original, factor):
+    assert Intervention(original_success=original, variants=variants).attributed() == factor
+
+
+@pytest.mark.parametrize(("family", "kind"), [("pick_place", "heavy"), ("stack", "occluder")])
+def test_the_intervention_decides_the_factor_and_the_evidence_the_phase(family, kind):
+    """The factor comes from the intervention even where the evidence rules would say otherwise; the phase is the
+    attributed factor's rule where it applies, else where the execution rule sees the failure."""
+    item = planted(family, kind)
+    ev = build_evidence(item.trace)
+    rules = OfflineCritic().diagnose(ev)
+    none_helps = Intervention(original_success=False, variants={"task": [False], "layout": [False],
+                                                                "attributes": [False]})
+    d = OfflineCritic().diagnose(ev, none_helps)
+    assert d.factor == "execution" and "did not help" in d.cause
+    same = {"attribute": "attributes", "spatial": "layout"}[rules.factor]
+    agree = Intervention(original_success=False, variants={f: [f == same] for f in ("task", "layout", "attributes")})
+    d = OfflineCritic().diagnose(ev, agree)
+    assert (d.factor, d.phase) == (rules.factor, rules.phase) and "turned it into success" in d.cause
+    other = "task" if same != "task" else "layout"
+    disagree = Intervention(original_success=False, variants={f: [f == other] for f in ("task", "layout",
+                                                                                         "attributes")})
+    d = OfflineCritic().diagnose(ev, disagree)
+    assert d.factor == {"task": "task", "layout": "spatial"}[other] and d.phase in ("approach", "grasp", "lift",
+                                                                                     "transport", "place", "release",
+                                                                                     "open", "close", "other")
+    assert "counterfactual rollouts" in d.state_facts[-1]

@@ -70,6 +70,20 @@ def test_critic_good_answer_with_keyframes(provider, failure):
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_critic_is_told_the_interventions_outcome(provider, failure):
+    from agent.roles.critic import Intervention
+
+    trace, _ = failure
+    obj = build_evidence(trace).goals[0].obj
+    inter = Intervention(original_success=False, variants={"task": [False], "layout": [False], "attributes": [True]})
+    with ScriptedLLMServer([reply(diagnosis_json(obj, factor="attribute"))]) as server:
+        d = roles_for(provider, server, TokenLedger(), images=False).critic.diagnose(build_evidence(trace), inter)
+    assert d.factor == "attribute"
+    text = user_texts(server, 0)
+    assert "Intervention: counterfactual rollouts" in text and "attributes 1/1" in text and "layout 0/1" in text
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_critic_repairs_a_malformed_answer(provider, failure):
     trace, _ = failure
     obj = build_evidence(trace).goals[0].obj
