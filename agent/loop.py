@@ -568,10 +568,10 @@ class CoEvolution:
         return [TrainingProgram.model_validate(x) for x in rows or []]
 
     def train(self, r: int, rollouts: list[dict], compiled: dict) -> dict:
-        """K_Q critic + K_π policy updates on this round's rollouts with BC on D_t — planner demonstrations on every
-        accepted environment of the round and the policy's own successes, the same for all methods (SPEC §5; with
-        `method.round_data == "base"`: planner demos of fresh seed scenes of every family and, for modes whose
-        training program routes to BC, of the mode's targeted scenes, SPEC §7). Shaped by this round's potentials (method.potential) and, with training memory,
+        """K_Q critic + K_π policy updates on this round's rollouts with BC on planner demos of seed scenes of every
+        family and on D_t — planner demonstrations on every accepted environment of the round and the policy's own
+        successes — the same for all methods (SPEC §5; `method.round_data`: "dt_only" drops the seed-scene demos,
+        "base" replaces D_t by the targeted scenes of modes whose training program routes to BC, SPEC §7). Shaped by this round's potentials (method.potential) and, with training memory,
         by the stored potentials of earlier rounds; earlier rollouts in scenes that have a potential are trained on
         again."""
         p, m = self.preset, self.method
@@ -591,12 +591,13 @@ class CoEvolution:
             ids += [x["rollout_id"] for x in earlier if x["scene_id"] in fresh or x["scene_id"] in reused]
         args = dict(rollout_ids=list(dict.fromkeys(ids)), critic_updates=p.critic_updates,
                     policy_updates=p.policy_updates if m.update_policy else 0, lora=p.lora)
-        if m.round_data == "dt":  # D_t: the planner on every accepted environment of the round, + own successes
+        if m.round_data != "dt_only":  # seed-scene demos of every family (the base-demo mix)
+            args.update(demo_families=list(p.families), demos_per_family=max(1, p.demos_per_family // 2))
+        if m.round_data in ("dt", "dt_only"):  # D_t: the planner on every accepted environment, + own successes
             ids_dt = [x["scene_id"] for x in rollouts] + self.execution_scenes(r)
             bc_scenes = list(dict.fromkeys(ids_dt))[: 4 * MAX_BATCH] if args["policy_updates"] else []
             args["bc_successes"] = bool(args["policy_updates"])
-        else:  # before issue 19: fresh seed-scene demos of every family, + the scenes of modes routed to BC
-            args.update(demo_families=list(p.families), demos_per_family=max(1, p.demos_per_family // 2))
+        else:  # before issue 19: + the scenes of modes routed to BC
             bc_scenes = self._bc_scenes(compiled) if args["policy_updates"] else []
         if bc_scenes:
             args["demo_scene_ids"] = bc_scenes

@@ -27,10 +27,13 @@ same number of ACCEPTED (verified) environments; only the switches of its `Metho
                    programs only)
     update_policy  policy updates between rounds (off: frozen policy; only the value critic learns)
     round_data     the behaviour-cloning data of a round's update
-                   dt:   D_t, planner demonstrations on every accepted environment of the round, plus the policy's
-                         own successful rollouts (the paper's D_t; the same for every method)
-                   base: planner demonstrations of fresh seed scenes of every family (half the base SFT's number),
-                         plus the targeted scenes of modes routed to BC (the round data before issue 19)
+                   dt:      D_t — planner demonstrations on every accepted environment of the round and the
+                            policy's own successful rollouts — added to the seed-scene demonstrations of every
+                            family (half the base SFT's number; the same for every method)
+                   dt_only: D_t alone, without the seed-scene demonstrations (measured to lose to the base-demo
+                            mix in a round from a weak base: experiments/round_decision)
+                   base:    the seed-scene demonstrations and the targeted scenes of modes routed to BC (the round
+                            data before issue 19)
     select         action selection when evaluating: the policy mean, or Q-softmax over sampled chunks ("critic")
 """
 
@@ -46,7 +49,7 @@ if TYPE_CHECKING:  # annotations only: the method table stays light enough for a
 
 GENERATIONS = ("diagnosis", "domain_rand", "uniform", "success", "memory")
 POTENTIALS = ("diagnosis", "task", "none")
-ROUND_DATA = ("dt", "base")
+ROUND_DATA = ("dt", "dt_only", "base")
 SELECTS = ("mean", "critic")
 
 

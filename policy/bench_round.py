@@ -16,6 +16,9 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
   the critic).
 - `base_bc`: BC on the first half of the base's demonstrations only (the control for `dt`: same updates, no new
   data).
+- `dt_mix`: BC on D_t and the first half of the base's demonstrations (D_t added to the base-demo mix, not
+  replacing it).
+- `dt_branch_mix`: branch AWR with BC on D_t and the first half of the base's demonstrations.
 
 Reported per arm: success mean over replicates and seeds, the paired difference to the base and to `today`
 (per scene: the replicate mean minus the reference; ± the standard error over scenes, pooled over seeds), the
@@ -45,14 +48,14 @@ from policy.train import bc_finetune, demo_buffer, train_sft
 from sim.constants import FAMILIES
 from sim.spec import SceneSpec
 
-ARMS = ("today", "dt", "dt_branch", "base_bc")
+ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", choices=FAMILIES, default="pick_place", help="scene family")
     parser.add_argument("--seeds", default="0,1", help="comma-separated seeds (base demos, round scenes, rollouts)")
     parser.add_argument("--replicates", type=int, default=3, help="training replicates per arm and seed")
-    parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms from {', '.join(ARMS)}")
+    parser.add_argument("--arms", default=",".join(ARMS[:4]), help=f"comma-separated arms from {', '.join(ARMS)}")
     parser.add_argument("--base-demos", type=int, default=100, help="planner demonstrations of the weak base")
     parser.add_argument("--base-updates", type=int, default=400, help="BC updates of the weak base")
     parser.add_argument("--scenes", type=int, default=40, help="accepted environments of the round")
@@ -117,8 +120,12 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         "dt": lambda s, r: _bc(s, dt + own, args.updates),
         "dt_branch": lambda s, r: branch_round(s, round_scenes, policy_updates=args.updates, demos=dt + own, seed=r),
         "base_bc": lambda s, r: _bc(s, half, args.updates),
+        "dt_mix": lambda s, r: _bc(s, dt + own + half, args.updates),
+        "dt_branch_mix": lambda s, r: branch_round(s, round_scenes, policy_updates=args.updates,
+                                                   demos=dt + own + half, seed=r),
     }
-    planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0}
+    planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0,
+                     "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes)}
     results: dict[str, dict] = {}
     for arm in arms:
         reps = []

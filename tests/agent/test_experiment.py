@@ -295,8 +295,8 @@ def round_scene_ids(run, r: int) -> list[str]:
 
 def test_every_method_clones_dt_planner_demos_on_every_accepted_environment(runs):
     """D_t (issue 19): each round's update clones the planner on every accepted (rolled-out) environment of the
-    round and the policy's own successes, for every method alike, and no seed-scene family demos; a frozen policy
-    gets no BC data and the SFT baseline has no rounds."""
+    round and the policy's own successes, added to the seed-scene family demos, for every method alike; a frozen
+    policy gets no BC data and the SFT baseline has no rounds."""
     for name, run in runs.items():
         trains = run.trainer.of("start_training")
         if name == "sft":
@@ -309,7 +309,7 @@ def test_every_method_clones_dt_planner_demos_on_every_accepted_environment(runs
                 continue
             accepted = [s["scene_id"] for s in run.steps[f"r{r}.generate"]["result"] if s["verified"]]
             assert t["demo_scene_ids"] == round_scene_ids(run, r) and set(t["demo_scene_ids"]) == set(accepted), name
-            assert t["bc_successes"] and not t["demo_families"], name
+            assert t["bc_successes"] and t["demo_families"] == ["pick_place"], name
         expected = 0 if name == "frozen_critic_select" else len(round_scene_ids(run, 1))
         assert run.steps["r1.train"]["result"]["bc_scenes"] == expected, name
 
@@ -646,3 +646,19 @@ def test_execution_modes_get_no_scene_variants_and_their_scenes_join_the_bc_data
     assert not execution & {s["scene_id"] for s in run.steps["r1.generate"]["result"]}
     evidence_only = run_method(tmp_path, "evidence_critic", critic_factor="execution")
     assert batches(evidence_only, 1).get("targeted"), "without interventions execution modes get layout variants"
+
+
+def test_dt_only_drops_the_seed_scene_demos(tmp_path):
+    from dataclasses import replace
+
+    from agent.methods import METHODS
+
+    METHODS["dt_only_probe"] = replace(METHODS["coda"], name="dt_only_probe", round_data="dt_only")
+    try:
+        probe = run_method(tmp_path, "dt_only_probe")
+    finally:
+        del METHODS["dt_only_probe"]
+    trains = probe.trainer.of("start_training")
+    assert trains and all(not t["demo_families"] and t["demo_scene_ids"] and t["bc_successes"] for t in trains)
+    coda = run_method(tmp_path, "coda")  # the default: D_t added to the family demos
+    assert [t["demo_scene_ids"] for t in trains] == [t["demo_scene_ids"] for t in coda.trainer.of("start_training")]
