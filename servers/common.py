@@ -118,6 +118,14 @@ def _version() -> str:
         return "0"
 
 
+def unexpected_error_text(name: str, exc: Exception) -> str:
+    """An unexpected exception of a tool as one line for the client: the tool and the exception's type, never its
+    message (which may carry internals); the traceback goes to the server's log."""
+    log.error("tool %s failed unexpectedly", name, exc_info=exc)
+    return (f"internal error in {name} ({type(exc).__name__}): a bug in the server, not in the arguments; the "
+            "message and traceback stay in the server's log")
+
+
 def tool(server: MCPServer, annotations: ToolAnnotations, *, title: str | None = None):
     """Register a typed function as a tool; expected library errors become `is_error` results."""
 
@@ -135,6 +143,8 @@ def tool(server: MCPServer, annotations: ToolAnnotations, *, title: str | None =
                     raise
                 except EXPECTED_ERRORS as exc:
                     raise ToolError(error_text(exc)) from exc
+                except Exception as exc:  # noqa: BLE001 - a bug: the client still learns what failed
+                    raise ToolError(unexpected_error_text(fn.__name__, exc)) from exc
                 finally:
                     stats.add(time.perf_counter() - t0)
 
@@ -149,6 +159,8 @@ def tool(server: MCPServer, annotations: ToolAnnotations, *, title: str | None =
                     raise
                 except EXPECTED_ERRORS as exc:
                     raise ToolError(error_text(exc)) from exc
+                except Exception as exc:  # noqa: BLE001 - a bug: the client still learns what failed
+                    raise ToolError(unexpected_error_text(fn.__name__, exc)) from exc
                 finally:
                     stats.add(time.perf_counter() - t0)
 

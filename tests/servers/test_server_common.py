@@ -52,6 +52,7 @@ def test_tool_errors_reach_the_client_with_their_message():
             assert (await err(c, "lookup", {"key": "zz"})).endswith(": zz")  # KeyError text, unquoted
             crash = await err(c, "lookup", {"key": "crash"})
             assert "internal detail" not in crash  # unexpected errors stay on the server
+            assert "internal error in lookup (RuntimeError)" in crash and "server's log" in crash
             assert "key" in await err(c, "lookup", {"key": "toolong"})  # names the argument
             tools = (await c.list_tools()).tools
             assert tools[0].annotations.read_only_hint and tools[0].annotations.open_world_hint is False
