@@ -26,6 +26,60 @@ SEP = "__"
 MAX_RESULT_CHARS = 12_000
 
 
+def fit_for_model(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    """A tool result sized for the model: JSON made compact, and when still over `limit` shrunk as a structure
+    (the longest lists keep their first items plus a note of how many are not shown, then the longest strings are
+    shortened) so what the model reads is always valid JSON; plain text is cut with a note."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text if len(text) <= limit else text[: limit - 80] + f" ...[{len(text) - limit + 80} characters cut]"
+    out = _compact(value)
+    for _ in range(200):
+        if len(out) <= limit:
+            return out
+        if not _halve_longest(value, "list") and not _halve_longest(value, "str"):
+            break
+        out = _compact(value)
+    return _compact({"note": f"result of {len(text)} characters too large to show; ask for fewer items"})
+
+
+def _compact(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _halve_longest(value, kind: str) -> bool:
+    """Halve the longest list (keeping a note of the items not shown) or string in `value`, in place."""
+    best: tuple[int, object, object] | None = None
+    stack = [(None, None, value)]
+    while stack:
+        parent, key, v = stack.pop()
+        if isinstance(v, dict):
+            stack += [(v, k, x) for k, x in v.items()]
+        elif isinstance(v, list):
+            if kind == "list" and len(v) > 2 and (best is None or len(v) > best[0]):
+                best = (len(v), v, None)
+            stack += [(v, i, x) for i, x in enumerate(v)]
+        elif kind == "str" and isinstance(v, str) and len(v) > 200 and parent is not None and (
+                best is None or len(v) > best[0]):
+            best = (len(v), parent, key)
+    if best is None:
+        return False
+    if kind == "list":
+        items = best[1]
+        shown = [x for x in items if not (isinstance(x, str) and x.startswith("... "))]
+        hidden = sum(int(x.split()[1]) for x in items if isinstance(x, str) and x.startswith("... ")
+                     and x.split()[1].isdigit())
+        keep = max(1, len(shown) // 2)
+        hidden += len(shown) - keep
+        items[:] = [*shown[:keep], f"... {hidden} more items not shown (page the tool or ask for fewer)"]
+    else:
+        parent, key = best[1], best[2]
+        text = parent[key]
+        parent[key] = text[: len(text) // 2] + f" ...[{len(text) - len(text) // 2} characters cut]"
+    return True
+
+
 def tool_specs(hub: Hub) -> list[ToolSpec]:
     specs = []
     for server, tools in hub.tools().items():
@@ -47,9 +101,9 @@ def _result_block(call_id: str, hub: Hub, name: str, args: dict) -> tuple[ToolRe
         if kind == "image":
             blocks.append(ImageBlock(data=c.data, media_type=getattr(c, "mime_type", None) or "image/png"))
         elif kind == "text":
-            blocks.append(TextBlock(text=c.text[:MAX_RESULT_CHARS]))
+            blocks.append(TextBlock(text=fit_for_model(c.text)))
     if not blocks:
-        blocks.append(TextBlock(text=json.dumps(res.data, default=str)[:MAX_RESULT_CHARS]))
+        blocks.append(TextBlock(text=fit_for_model(json.dumps(res.data, default=str))))
     return ToolResultBlock(tool_use_id=call_id, content=blocks), "ok"
 
 
