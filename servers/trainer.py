@@ -113,6 +113,12 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
 
         return JobStarted(job_id=jobs.start(run, kind="train_sft"), kind="train_sft")
 
+    def policy_required() -> None:
+        """Jobs that need the current policy are refused at once without one (not a job that fails later)."""
+        if service.state is None:
+            raise ValueError("no policy yet: train the base policy first (train_sft) or load a checkpoint "
+                             "(load_checkpoint; list_checkpoints shows them)")
+
     @tool(mcp, WRITES)
     def collect_rollouts(
         scene_ids: Annotated[list[SceneId], Field(description="scenes to roll out in", min_length=1, max_length=MAX_BATCH)],
@@ -122,6 +128,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         tag: Annotated[str, Field(pattern=r"^[a-z0-9]{1,16}$", description="prefix of the rollout ids")] = "r",
     ) -> JobStarted:
         """Start a job: roll the current policy out (batched); the result lists rollout ids with success."""
+        policy_required()
         specs = [scenes.spec(s) for s in scene_ids]
 
         def run(job: JobHandle):
@@ -227,7 +234,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")
 
-    @tool(mcp, READ_ONLY)
+    @tool(mcp, WRITES)  # starts a job: a retry would start a second one
     def evaluate(
         families: Annotated[list[Family], Field(min_length=1, max_length=4, description="families to evaluate")],
         suites: Annotated[list[Suite], Field(min_length=1, max_length=5, description="evaluation suites")] = ["in"],  # noqa: B006
@@ -235,6 +242,8 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         mode: Annotated[Literal["mean", "critic"], Field(description="action selection")] = "mean",
     ) -> JobStarted:
         """Start a job: success rate ± standard error per (family, suite) on fixed evaluation scenes."""
+        policy_required()
+
         def run(job: JobHandle):
             return service.evaluate(families, suites, n, mode=mode)
 

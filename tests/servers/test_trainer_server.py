@@ -21,7 +21,7 @@ TOOLS = {  # name: (read_only, destructive, idempotent)
     "get_rollout_evidence": (True, False, True),
     "rollout_keyframe": (True, False, True),
     "start_training": (False, False, False),
-    "evaluate": (True, False, True),
+    "evaluate": (False, False, False),  # starts a job: not to be retried
     "list_checkpoints": (True, False, True),
     "load_checkpoint": (False, False, True),
     "install_checkpoint": (False, False, True),
@@ -118,13 +118,15 @@ def test_tools_annotations_and_schemas(tmp_path):
                     assert prop.get("description"), f"{name}.{arg} has no description"
             for name in ("get_rollout_evidence", "list_checkpoints", "start_training", "get_job"):
                 assert tools[name].output_schema is not None, name
-            # no policy yet: a job that needs one fails with what to do
+            # no policy yet: a tool that needs one is refused at once with what to do, and starts no job
             empty = await ok(c, "list_checkpoints", {})
             assert empty == {"checkpoints": [], "current_step": None, "has_critic": False}
             scene_id = SceneStore(tmp_path).sample("pick_place", 0).scene_id
-            job = await ok(c, "collect_rollouts", {"scene_ids": [scene_id]})
-            failed = await finish(c, job["job_id"])
-            assert failed["state"] == "failed" and "train_sft" in failed["error"]
+            for tool_name, args in (("collect_rollouts", {"scene_ids": [scene_id]}),
+                                    ("evaluate", {"families": ["pick_place"], "n": 1})):
+                message = await err(c, tool_name, args)
+                assert "no policy yet" in message and "train_sft" in message and "load_checkpoint" in message
+            assert (await ok(c, "list_jobs", {}))["result"] == []
 
     run(main())
 
