@@ -59,12 +59,25 @@ def build(name: str, run_dir: Path, **options):
     return fn(run_dir, **kwargs)
 
 
+def port_number(value: str) -> int:
+    """--port: an integer in 1..65535 (checked before anything is created)."""
+    import argparse
+
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be in 1..65535, got {port}")
+    return port
+
+
 def register(sub, name: str) -> None:
     p = sub.add_parser(name, help="run an MCP server (stdio by default, or streamable HTTP)")
     p.add_argument("server", choices=list(SERVERS), help="which server")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=None, help="HTTP port (default: sim 8731, verifier 8732, "
+    p.add_argument("--port", type=port_number, default=None, help="HTTP port (default: sim 8731, verifier 8732, "
                    "memory 8733, trainer 8734)")
     p.add_argument("--run-dir", default=DEFAULT_RUN_DIR, help=f"run directory (default {DEFAULT_RUN_DIR})")
     p.add_argument("--token", default=None, help=f"bearer token HTTP clients must send (default: ${TOKEN_ENV})")
