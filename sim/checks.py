@@ -12,14 +12,17 @@ and traces of a run directory; it is the service the verifier MCP server wraps.
 from __future__ import annotations
 
 import ast
+import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from sim.constants import MAX_PREDICATE_ATOMS, MAX_PREDICATE_DEPTH, MAX_PREDICATE_NODES
 from sim.predicates import ATOMS, Predicate
 from sim.scene_store import SceneStore
-from sim.spec import SceneSpec
+from sim.spec import SceneSpec, check_predicate_size
 from sim.verify import CheckResult, VerifyReport
 
 
@@ -46,30 +49,60 @@ _PREDICATE = TypeAdapter(Predicate)
 
 
 def parse_predicate(text: str) -> Predicate:
-    """A predicate from its JSON form or from SDK syntax such as `inside(mug, bowl) & ~grasped(mug)`."""
+    """A predicate from its JSON form or from SDK syntax such as `inside(mug, bowl) & ~grasped(mug)`.
+    Raises `ValueError` (a one-line reason) for anything else, including predicates over the size limits of a
+    scene's success predicate (`sim.spec.check_predicate_size`) and non-finite parameters."""
     text = text.strip()
-    if text.startswith("{"):
-        return _PREDICATE.validate_json(text)
     try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise ValueError(f"predicate is neither JSON nor SDK syntax: {exc.msg} at column {exc.offset}") from None
-    return _predicate_node(tree.body)
+        if text.startswith("{"):
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"predicate is not valid JSON: {exc}") from None
+            check_predicate_size(data)
+            return _PREDICATE.validate_python(data)
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError as exc:
+            raise ValueError(f"predicate is neither JSON nor SDK syntax: {exc.msg} at column {exc.offset}") from None
+        calls = sum(isinstance(n, ast.Call) for n in ast.walk(tree))  # ast.walk is iterative
+        if calls > MAX_PREDICATE_ATOMS:
+            raise ValueError(f"success predicate has more than the limit of {MAX_PREDICATE_ATOMS} atoms")
+        pred = _predicate_node(tree.body, 1)
+        check_predicate_size(pred)
+        return pred
+    except ValidationError as exc:
+        raise ValueError(_one_line(exc)) from None
+    except (RecursionError, MemoryError):
+        raise ValueError(f"predicate is nested too deeply to parse; a success predicate has at most "
+                         f"{MAX_PREDICATE_DEPTH} levels and {MAX_PREDICATE_ATOMS} atoms") from None
 
 
-def _predicate_node(node: ast.AST) -> Predicate:
+def _one_line(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                     for e in exc.errors()[:3])
+
+
+_MAX_PARSE_DEPTH = MAX_PREDICATE_NODES
+"""nesting of `&`, `|` and `~` in SDK syntax (a chain `a & b & c` nests one level per operator)"""
+
+
+def _predicate_node(node: ast.AST, depth: int) -> Predicate:
     import sim.predicates as preds
 
+    if depth > _MAX_PARSE_DEPTH:
+        raise ValueError(f"predicate has more than {_MAX_PARSE_DEPTH} nested operators; a success predicate has at "
+                         f"most {MAX_PREDICATE_ATOMS} atoms, {MAX_PREDICATE_NODES} nodes and {MAX_PREDICATE_DEPTH} levels")
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr)):
-        left, right = _predicate_node(node.left), _predicate_node(node.right)
+        left, right = _predicate_node(node.left, depth + 1), _predicate_node(node.right, depth + 1)
         return left & right if isinstance(node.op, ast.BitAnd) else left | right
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
-        return ~_predicate_node(node.operand)
+        return ~_predicate_node(node.operand, depth + 1)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATOMS:
         args = [_symbol(a) for a in node.args]
-        kwargs = {k.arg: _number(k.value) for k in node.keywords if k.arg is not None}
-        if len(kwargs) != len(node.keywords):
+        if any(k.arg is None for k in node.keywords):
             raise ValueError("predicate atoms take no **kwargs")
+        kwargs = {k.arg: _number(node.func.id, k.arg, k.value) for k in node.keywords}
         try:
             return getattr(preds, node.func.id)(*args, **kwargs)
         except TypeError as exc:
@@ -80,19 +113,37 @@ def _predicate_node(node: ast.AST) -> Predicate:
     )
 
 
+def _shown(node: ast.AST) -> str:
+    """A short rendering of a syntax node for an error message (bounded, whatever its depth)."""
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError):
+        text = f"<{type(node).__name__} expression>"
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
 def _symbol(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
-    raise ValueError(f"predicate arguments must be object names, got {ast.unparse(node)!r}")
+    raise ValueError(f"predicate arguments must be object names, got {_shown(node)}")
 
 
-def _number(node: ast.AST) -> float:
-    value = ast.literal_eval(node) if isinstance(node, (ast.Constant, ast.UnaryOp)) else None
+def _number(atom: str, key: str, node: ast.AST) -> float:
+    try:
+        value = ast.literal_eval(node) if isinstance(node, (ast.Constant, ast.UnaryOp)) else None
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        value = None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"predicate parameters must be numbers, got {ast.unparse(node)!r}")
-    return float(value)
+        raise ValueError(f"{atom}(...): parameter {key} must be a number, got {_shown(node)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"{atom}(...): parameter {key} must be a finite number, got {_shown(node)}")
+    return number
 
 
 class PredicateCheck(BaseModel):
@@ -117,9 +168,8 @@ def check_predicate(text: str, spec: SceneSpec) -> PredicateCheck:
 
     try:
         pred = parse_predicate(text)
-    except (ValueError, ValidationError) as exc:
-        msg = str(exc).split("\n    For further information")[0]
-        return PredicateCheck(parses=False, message=f"does not parse: {msg}")
+    except ValueError as exc:
+        return PredicateCheck(parses=False, message=f"does not parse: {exc}")
     out = PredicateCheck(parses=True, text=str(pred), predicate=_PREDICATE.dump_python(pred, mode="json"))
     names = set(spec.object_names())
     out.unknown_objects = sorted(pred.objects() - names - {"table"})

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from sim import assets
+from sim import assets, mjlog
 from sim.assets.types import ArticulatedAsset, RigidAsset
 from sim.constants import ROLES, TIMESTEP
 from sim.robot import FloatingGripper, GripperIndex
@@ -122,6 +122,7 @@ def support_top(spec: SceneSpec, name: str, cache: dict[str, float] | None = Non
 
 def compile_scene(spec: SceneSpec, robot: FloatingGripper | None = None) -> CompiledScene:
     """Build the MuJoCo model of a scene; raises `ValueError` naming the object on bad assets."""
+    mjlog.install()  # MuJoCo's warnings about this scene's simulation go to logging, not to ./MUJOCO_LOG.TXT
     robot = robot or FloatingGripper()
     mj = new_world()
     robot.add_to(mj)

@@ -34,6 +34,10 @@ import numpy as np
 from sim.potential_schema import LEARNING_TOOLS, PotentialReport  # noqa: F401 - re-exported
 
 MAX_SUBGOALS = 12
+MAX_SUBGOAL_CHARS = 200
+"""characters of one subgoal description (printable, one line)"""
+_FIXED_NAMES = ("SUBGOALS", "LEARNING_TOOL")
+"""bound once, to a literal: the checker and the report use the literal, so the program may not re-bind them"""
 MAX_MS_PER_STATE = 1.0
 MIN_RANK_CORRELATION = 0.5
 FINALIZER = "sim.potential:evaluate_in_sandbox"
@@ -117,8 +121,15 @@ def _structure_problems(tree: ast.Module) -> list[str]:
         return ["define SUBGOALS as a literal, non-empty list of subgoal descriptions (strings)"]
     if len(subgoals) > MAX_SUBGOALS:
         problems.append(f"SUBGOALS has {len(subgoals)} entries; use at most {MAX_SUBGOALS}")
+        subgoals = subgoals[:MAX_SUBGOALS]
+    for k, text in enumerate(subgoals, 1):
+        if len(text) > MAX_SUBGOAL_CHARS or not text.isprintable():
+            problems.append(f"SUBGOALS[{k - 1}] must be one printable line of at most {MAX_SUBGOAL_CHARS} characters "
+                            f"(got {len(text)} characters)")
     if tool not in LEARNING_TOOLS:
-        problems.append(f"define LEARNING_TOOL as one of {', '.join(LEARNING_TOOLS)} (got {tool!r})")
+        shown = repr(tool) if isinstance(tool, str) and len(tool) <= 40 else f"a {type(tool).__name__}"
+        problems.append(f"define LEARNING_TOOL as one of {', '.join(LEARNING_TOOLS)} (got {shown})")
+    problems += _rebinding_problems(tree)
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     for k in range(1, len(subgoals) + 1):
         for stem in ("complete", "potential"):
@@ -127,6 +138,39 @@ def _structure_problems(tree: ast.Module) -> list[str]:
                 problems.append(f"define {stem}_{k}(state) for subgoal {k} ({subgoals[k - 1]!r})")
             elif len(f.args.args) != 1 or f.args.vararg or f.args.kwarg:
                 problems.append(f"{stem}_{k} must take exactly one argument: the state")
+    return problems
+
+
+def _rebinding_problems(tree: ast.Module) -> list[str]:
+    """SUBGOALS and LEARNING_TOOL are bound exactly once, by their top-level literal assignment: any other binding
+    (a second assignment, `+=`, `del`, a loop or `with` target, `global` in a function, an import alias) is refused.
+    Changes the static check cannot see (e.g. `SUBGOALS.append(...)` at run time) are caught by `check_program`,
+    which compares the values the program ran with against the literals."""
+    problems = []
+    allowed = set()  # the target of each name's literal assignment (the first top-level one, as `_literal` reads)
+    for name in _FIXED_NAMES:
+        allowed |= {id(t) for t in next((n.targets for n in tree.body if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in n.targets)), []) if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names = [] if id(node) in allowed else [node.id]
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+            names = [node.name] if node.name else []
+        elif isinstance(node, ast.MatchMapping):
+            names = [node.rest] if node.rest else []
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names = list(node.names)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.asname or a.name.partition(".")[0] for a in node.names]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        for name in names:
+            if name in _FIXED_NAMES:
+                problems.append(f"line {getattr(node, 'lineno', '?')}: {name} is bound again; define it once, as a "
+                                "literal at the top level, and never re-assign or change it")
     return problems
 
 
@@ -252,8 +296,16 @@ def check_program(source: str, spec, rollouts: list[dict], demos: list[dict], *,
         e = result.error
         return PotentialReport(ok=False, errors=[f"{e.kind}: {e.message}" + (f"\n{e.detail}" if e.detail else "")])
     value = result.value
+    tree = ast.parse(source)
+    subgoals, tool = _literal(tree, "SUBGOALS"), _literal(tree, "LEARNING_TOOL")
+    if not isinstance(value, dict) or (value.get("subgoals"), value.get("learning_tool"), value.get("K")) != (
+            subgoals, tool, len(subgoals)):
+        # the report carries the literals, never what the program bound at run time
+        return PotentialReport(ok=False, subgoals=subgoals, learning_tool=tool, errors=[
+            "SUBGOALS or LEARNING_TOOL changed while the program ran (re-bound or mutated after the literal "
+            "assignment); define both once, as literals, and never change them"])
     eps = value["episodes"]
-    report = PotentialReport(ok=False, subgoals=value["subgoals"], learning_tool=value["learning_tool"],
+    report = PotentialReport(ok=False, subgoals=subgoals, learning_tool=tool,
                              states_checked=sum(len(e["phi"]) for e in eps))
     report.errors = _value_problems(eps, value["subgoals"])
     ms = [m for e in eps for m in e["ms"]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
 if TYPE_CHECKING:
     from sim.helpers import SceneState
@@ -52,7 +52,8 @@ def _flat(node: Predicate, op: str) -> list[Predicate]:
 class Atom(_Node):
     op: Literal["on", "inside", "grasped", "lifted", "open_fraction", "near", "upright", "stacked"]
     args: tuple[str, ...]
-    params: dict[str, float] = Field(default_factory=dict)
+    params: dict[str, FiniteFloat] = Field(default_factory=dict)
+    """finite numbers (NaN and infinities are refused)"""
 
     def model_post_init(self, __context: Any) -> None:
         n_args, defaults = ATOM_SIGNATURES[self.op]

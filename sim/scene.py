@@ -217,7 +217,8 @@ class Scene:
         try:
             self._attrs[name] = ObjectAttributes(**current)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}={e.get('input')!r}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}={e.get('input')!r}: {e['msg'].removeprefix('Value error, ')}"
+                                 for e in exc.errors())
             raise SceneError(f"set_attributes({name}): {problems}") from None
 
     def _check_known(self, name: str) -> None:

@@ -38,6 +38,30 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+BOUNDS: dict[str, tuple[float, float, str]] = {
+    "x": (-2.0, 2.0, " m"),
+    "y": (-2.0, 2.0, " m"),
+    "yaw": (-2 * math.pi, 2 * math.pi, " rad"),
+    "scale": (0.01, 100.0, " (factor of the instance's size)"),
+    "mass": (0.001, 100.0, " kg"),
+    "friction": (0.01, 10.0, ""),
+    "damping": (0.0, 1e6, ""),
+    "joint_range": (-2 * math.pi, 2 * math.pi, " (m or rad)"),
+}
+"""hard limits on a spec's numbers (field: low, high, unit), far outside anything plausible: they keep absurd values
+(e.g. friction=1e300, which makes MuJoCo's simulation blow up) out of the compiler and the simulator. What is
+*plausible* for an object (its size, mass and friction against its category) is the verifier's `scale_plausible`
+check (`sim.verify`), well inside these limits; so are the project's own generators (`agent.methods.DR_RANGES`, the
+variation operators of `sim.engine.variations`)."""
+
+
+def _within(field: str, value: float) -> float:
+    lo, hi, unit = BOUNDS[field]
+    if not lo <= value <= hi:
+        raise ValueError(f"{field} must lie in [{lo:g}, {hi:g}]{unit}, got {value:g}")
+    return value
+
+
 _CONNECTIVES = ("and", "or", "not")
 
 
@@ -137,6 +161,11 @@ class Placement(_Frozen):
     relation: dict[str, Any] | None = None
     """how the pose was chosen, kept so a layout resample can honour it, e.g. {"near": "mug", "gap": 0.12}"""
 
+    @field_validator("x", "y", "yaw")
+    @classmethod
+    def _pose(cls, v: float, info) -> float:
+        return _within(info.field_name, v)
+
 
 class LayoutSpec(_Frozen):
     """σ: object-spatial arrangement."""
@@ -177,7 +206,15 @@ class ObjectAttributes(_Frozen):
     def _joint_range(cls, v):
         if v is not None and not all(math.isfinite(c) for c in v):
             raise ValueError(f"joint_range must be two finite numbers, got {v}")
+        if v is not None:
+            for c in v:
+                _within("joint_range", c)
         return v
+
+    @field_validator("scale", "mass", "friction", "damping")
+    @classmethod
+    def _bounded(cls, v: float | None, info) -> float | None:
+        return v if v is None else _within(info.field_name, v)
 
 
 class AttributeSpec(_Frozen):

@@ -116,7 +116,8 @@ def verify_spec(spec: SceneSpec | dict, *, planner: bool = False) -> VerifyRepor
     try:
         spec = spec if isinstance(spec, SceneSpec) else SceneSpec.model_validate(spec)
     except ValidationError as exc:
-        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                         for e in exc.errors()[:5])
         checks.append(CheckResult(name="spec_valid", passed=False, message=msgs))
         return done()
     checks.append(CheckResult(name="spec_valid", passed=True))

@@ -266,6 +266,11 @@ class SandboxPool:
     Fairness: a *caller* (the key passed to :meth:`run`, or set with :func:`caller_scope`, e.g. one MCP
     session) holds at most ``per_caller`` zygotes at a time (default: all but one), so one caller's
     hanging programs leave a zygote to everybody else and delay them by at most one program's run.
+    A freed zygote goes to the waiting caller granted one least recently; a caller that starts waiting with
+    nothing of its own running or queued ranks as if granted :data:`FRESH_LEAD` grants ago (then oldest
+    request first). So a caller's backlog never runs ahead of a newcomer, and several callers with
+    backlogs (e.g. one client's several sessions) delay a newcomer by at most one program's run while
+    there are at most ``FRESH_LEAD`` of them; beyond that, by one run per ``size`` callers ranked ahead.
     """
 
     def __init__(self, size: int = 2, limits: SandboxLimits | None = None,
@@ -292,7 +297,9 @@ class SandboxPool:
         self._owner = os.getpid()
         self._closed = False
         self._cond = threading.Condition()
-        self._busy: dict[str, int] = {}
+        self._callers: dict[str, _CallerState] = {}  # callers with a program running or waiting
+        self._grants = 0  # zygotes handed out so far
+        self._tickets = 0  # requests that started waiting so far
         self._idle: list[_Zygote] = [_Zygote(self.preload, self.warmup) for _ in range(size)]
 
     @property
@@ -382,21 +389,46 @@ class SandboxPool:
 
     def _acquire(self, caller: str) -> _Zygote:
         with self._cond:
-            while True:
-                if self._closed:
-                    raise RuntimeError("SandboxPool is closed")
-                if self._idle and self._busy.get(caller, 0) < self.per_caller:
-                    self._busy[caller] = self._busy.get(caller, 0) + 1
-                    return self._idle.pop()
-                self._cond.wait(0.5)
+            state = self._callers.get(caller)
+            if state is None:
+                state = self._callers[caller] = _CallerState(rank=self._grants - FRESH_LEAD - 0.5)
+            ticket = self._tickets
+            self._tickets += 1
+            state.waiting.append(ticket)
+            try:
+                while True:
+                    if self._closed:
+                        raise RuntimeError("SandboxPool is closed")
+                    if self._idle and state.waiting[0] == ticket and self._first_in_line() is state:
+                        state.waiting.pop(0)
+                        state.busy += 1
+                        state.rank = self._grants
+                        self._grants += 1
+                        self._cond.notify_all()  # another zygote may be idle for the next in line
+                        return self._idle.pop()
+                    self._cond.wait(0.5)
+            except BaseException:
+                if ticket in state.waiting:
+                    state.waiting.remove(ticket)
+                self._forget(caller, state)
+                self._cond.notify_all()
+                raise
+
+    def _first_in_line(self) -> _CallerState | None:
+        """The waiting caller below its share that was granted a zygote least recently (oldest request first)."""
+        ready = [c for c in self._callers.values() if c.waiting and c.busy < self.per_caller]
+        return min(ready, key=lambda c: (c.rank, c.waiting[0]), default=None)
+
+    def _forget(self, caller: str, state: _CallerState) -> None:
+        if state.busy <= 0 and not state.waiting and self._callers.get(caller) is state:
+            del self._callers[caller]
 
     def _release(self, zygote: _Zygote, caller: str) -> None:
         with self._cond:
-            left = self._busy.get(caller, 1) - 1
-            if left > 0:
-                self._busy[caller] = left
-            else:
-                self._busy.pop(caller, None)
+            state = self._callers.get(caller)
+            if state is not None:
+                state.busy -= 1
+                self._forget(caller, state)
             if not self._closed:
                 self._idle.append(zygote)
                 self._cond.notify_all()
@@ -421,6 +453,23 @@ class SandboxPool:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+FRESH_LEAD = 8
+"""a caller that starts waiting with no program of its own running or queued ranks as if it had been granted a
+zygote this many grants ago (see :class:`SandboxPool`, fairness)"""
+
+
+class _CallerState:
+    """One caller's programs in a pool: how many run, the tickets of those waiting, and its rank (the number of
+    the last grant it got)."""
+
+    __slots__ = ("busy", "waiting", "rank")
+
+    def __init__(self, rank: float) -> None:
+        self.busy = 0
+        self.waiting: list[int] = []
+        self.rank = rank
 
 
 _current_caller: contextvars.ContextVar[str] = contextvars.ContextVar("sandbox_caller", default="")

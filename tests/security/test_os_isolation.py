@@ -261,6 +261,32 @@ def test_hanging_programs_of_one_caller_do_not_delay_another():
         assert waited < 2.0, f"a benign caller waited {waited:.1f} s behind another caller's hanging programs"
 
 
+def test_backlogs_of_several_callers_do_not_run_ahead_of_a_newcomer():
+    """Issue 17 (red team): one client with two sessions, each with a backlog of hanging programs, holds both
+    zygotes; a freed zygote used to go to whichever waiting thread woke first, often a backlog, so a newcomer
+    waited two program runs or more. Now it goes to the caller granted one least recently: one run at most."""
+    timeout = 3.0
+    with SandboxPool(size=2, limits=SandboxLimits(timeout_s=timeout, cpu_s=4), preload=LIGHT) as p:
+        p.run("result = 0", caller="warm-up")
+        threads = []
+        for session in ("hostile-1", "hostile-2"):
+            for _ in range(3):
+                def hang(session=session):
+                    with caller_scope(session):
+                        p.run("while True:\n    pass")
+                threads.append(threading.Thread(target=hang))
+        for t in threads:
+            t.start()
+        time.sleep(0.5)  # both zygotes run a hanging program; four more wait behind them
+        t0 = time.monotonic()
+        res = p.run("result = 'benign'", caller="benign")
+        waited = time.monotonic() - t0
+        for t in threads:
+            t.join()
+        assert res.value == "benign"
+        assert waited < timeout + 1.5, f"a newcomer waited {waited:.1f} s: longer than one program's run"
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as fh:

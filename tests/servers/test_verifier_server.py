@@ -108,6 +108,43 @@ def test_parse_predicate_forms():
             parse_predicate(bad)
 
 
+HOSTILE_PREDICATES = {  # issue 17 (red team): RecursionError / OverflowError escaped, inf and NaN were accepted
+    "~" * 3900 + "grasped({t})": "nested too deeply",
+    " & ".join(["grasped({t})"] * 100): "more than the limit of 64 atoms",
+    "~" * 9 + "grasped({t})": "deeper than the limit of 8 levels",
+    "lifted({t}, height=" + "9" * 400 + ")": "parameter height must be a finite number",
+    "lifted({t}, height=-" + "9" * 3000 + ")": "parameter height must be a finite number",
+    "lifted({t}, height=1e999)": "parameter height must be a finite number",
+    "near({t}, {t}, dist=-1e999)": "parameter dist must be a finite number",
+    "lifted({t}, height=nan)": "parameter height must be a number",
+    '{{"op": "lifted", "args": ["{t}"], "params": {{"height": NaN}}}}': "height: Input should be a finite number",
+    '{{"op": "lifted", "args": ["{t}"], "params": {{"height": 1e999}}}}': "height: Input should be a finite number",
+    '{{"op":"not","term":' * 150 + '{{"op":"grasped","args":["{t}"]}}' + "}}" * 150: "deeper than the limit of 8",
+    "grasped(" + "a." * 1900 + "b)": "predicate arguments must be object names",
+}
+
+
+def test_parse_predicate_refuses_hostile_input_with_a_one_line_reason():
+    for text, words in HOSTILE_PREDICATES.items():
+        with pytest.raises(ValueError, match=None) as info:
+            parse_predicate(text.format(t="mug"))
+        assert words in str(info.value) and "\n" not in str(info.value), (text[:40], str(info.value))
+
+
+def test_check_predicate_reports_hostile_predicates(stored):
+    run_dir, sid = stored
+    target = SceneStore(run_dir).spec(sid).task.with_role("target")[0].name
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            for text, words in HOSTILE_PREDICATES.items():
+                got = await ok(c, "check_predicate", {"predicate": text.format(t=target), "scene_id": sid})
+                assert not got["parses"] and not got["ok"], (text[:40], got)
+                assert got["message"].startswith("does not parse: ") and words in got["message"], got["message"]
+
+    run(main())
+
+
 def test_check_predicate(stored):
     run_dir, sid = stored
     spec = SceneStore(run_dir).spec(sid)

@@ -67,3 +67,54 @@ def test_stream_verification_matches_one_by_one_and_keeps_order():
     assert [r.passed for r in streamed] == [r.passed for r in single] == [True, False, True, False, True]
     assert [r.spec_hash for r in streamed] == [r.spec_hash for r in single]
     assert [[c.name for c in r.violations()] for r in streamed] == [[c.name for c in r.violations()] for r in single]
+
+
+HUGE_PROGRAM = """from sim import Scene, grasped, inside, place
+scene = Scene(family="pick_place", seed=seed)
+mug = scene.add_object("mug", role="target")
+bowl = scene.add_object("bowl", role="receptacle")
+scene.set_task("put the mug in the bowl", success=inside(mug, bowl) & ~grasped(mug))
+scene.set_layout(place(mug, on="table", xy=(0.45, -0.10)), place(bowl, on="table", near=mug, gap=0.08))
+scene.set_attributes(mug, friction=1e300)
+"""
+
+
+@pytest.mark.parametrize(("where", "field", "value", "words"), [
+    ("layout", "x", 1e300, "x must lie in [-2, 2] m, got 1e+300"),
+    ("layout", "yaw", 1e300, "yaw must lie in [-6.28319, 6.28319] rad"),
+    ("attributes", "friction", 1e300, "friction must lie in [0.01, 10], got 1e+300"),
+    ("attributes", "scale", 1e30, "scale must lie in [0.01, 100]"),
+    ("attributes", "scale", 1e-300, "scale must lie in [0.01, 100]"),
+    ("attributes", "mass", 1e6, "mass must lie in [0.001, 100] kg"),
+    ("attributes", "damping", 1e300, "damping must lie in [0, 1e+06]"),
+])
+def test_huge_values_are_refused_with_a_one_line_reason_and_no_mujoco_log(tmp_path, monkeypatch, where, field, value,
+                                                                           words):
+    """Issue 17 (red team): friction=1e300 or x=1e300 passed validation and made MuJoCo, simulating in the server
+    process, append to ./MUJOCO_LOG.TXT."""
+    monkeypatch.chdir(tmp_path)
+    spec = sample_spec("pick_place", 0).model_dump(mode="json")
+    section = spec["layout"]["placements"] if where == "layout" else spec["attributes"]["objects"]
+    section[0][field] = value
+    report = verify_spec(spec)
+    assert not report.passed and [c.name for c in report.checks] == ["spec_valid"]
+    message = report.checks[0].message
+    assert words in message and field in message and "\n" not in message, message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_program_with_huge_friction_is_refused_and_mujoco_warnings_go_to_logging(tmp_path, monkeypatch, caplog):
+    import mujoco
+
+    from sim.env import CodaEnv
+
+    monkeypatch.chdir(tmp_path)
+    report = verify_program(HUGE_PROGRAM, seed=0)
+    assert not report.passed and report.checks[0].name == "executes"
+    assert "friction must lie in [0.01, 10], got 1e+300" in report.checks[0].message
+    env = CodaEnv(sample_spec("pick_place", 0))  # the trusted side's handlers are installed with the first scene
+    env.data.qvel[:] = 1e300  # what an unstable simulation reaches
+    with caplog.at_level("WARNING", logger="sim.mujoco"):
+        mujoco.mj_step(env.model, env.data)
+    assert any("Nan, Inf or huge value" in r.getMessage() for r in caplog.records), caplog.records
+    assert list(tmp_path.iterdir()) == []
