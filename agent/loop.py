@@ -589,7 +589,10 @@ class CoEvolution:
                 if sid not in fresh and key in library:
                     reused[sid] = library[key]
             ids += [x["rollout_id"] for x in earlier if x["scene_id"] in fresh or x["scene_id"] in reused]
-        args = dict(rollout_ids=list(dict.fromkeys(ids)), critic_updates=p.critic_updates,
+        # the chunk critic is read only by critic action selection (branch AWR uses Monte-Carlo advantages and
+        # values cut branches by Φ itself): no critic updates where nothing uses them (issue 19, cost)
+        critic_updates = p.critic_updates if m.select == "critic" else 0
+        args = dict(rollout_ids=list(dict.fromkeys(ids)), critic_updates=critic_updates,
                     policy_updates=p.policy_updates if m.update_policy else 0, lora=p.lora)
         if m.round_data != "dt_only":  # seed-scene demos of every family (the base-demo mix)
             args.update(demo_families=list(p.families), demos_per_family=max(1, p.demos_per_family // 2))
@@ -612,6 +615,7 @@ class CoEvolution:
             reused = {}
         return {**info, "rollouts_used": len(args["rollout_ids"]), "fresh_potentials": len(fresh),
                 "reused_potentials": len(reused), "policy_updates": args["policy_updates"],
+                "critic_updates": critic_updates,
                 "bc_scenes": len(bc_scenes)}
 
     def _bc_scenes(self, compiled: dict) -> list[str]:

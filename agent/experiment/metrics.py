@@ -58,7 +58,7 @@ def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict 
         t = steps.get(f"r{r}.train", {}).get("result", {})
         if "skipped" not in t:
             pu += t.get("policy_updates", state["preset"]["policy_updates"])
-            cu += state["preset"]["critic_updates"]
+            cu += t.get("critic_updates", state["preset"]["critic_updates"])
         curve.append({"round": r + 1, "policy_updates": pu, "critic_updates": cu, "eval": steps[f"r{r}.eval"]["result"]})
     scenes = [s for k, v in steps.items() if k.endswith(".generate") for s in v["result"]]
     rollouts = [x for k, v in steps.items() if k.endswith(".rollouts") for x in v["result"]]

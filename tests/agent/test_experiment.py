@@ -131,7 +131,7 @@ class FakeTrainer:
                            critic_updates: int = 0, policy_updates: int = 0, lora: bool = False,
                            bc_successes: bool = False) -> dict:
             self.calls.append(("start_training", {"rollout_ids": rollout_ids, "potentials": potential_programs,
-                                                  "policy_updates": policy_updates,
+                                                  "policy_updates": policy_updates, "critic_updates": critic_updates,
                                                   "demo_families": demo_families,
                                                   "demo_scene_ids": demo_scene_ids,
                                                   "bc_successes": bc_successes}))
@@ -662,3 +662,10 @@ def test_dt_only_drops_the_seed_scene_demos(tmp_path):
     assert trains and all(not t["demo_families"] and t["demo_scene_ids"] and t["bc_successes"] for t in trains)
     coda = run_method(tmp_path, "coda")  # the default: D_t added to the family demos
     assert [t["demo_scene_ids"] for t in trains] == [t["demo_scene_ids"] for t in coda.trainer.of("start_training")]
+
+
+def test_the_critic_is_trained_only_where_something_reads_it(runs):
+    """Branch AWR uses Monte-Carlo advantages, so the chunk critic is updated only for critic action selection."""
+    for name, run in runs.items():
+        for t in run.trainer.of("start_training"):
+            assert (t["critic_updates"] > 0) == (name == "frozen_critic_select"), name

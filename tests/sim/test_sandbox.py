@@ -256,6 +256,9 @@ def _expected_kind(path: Path) -> str:
 
 
 CORPUS_FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".py", ".bin"))
+GENERIC_FINALIZER_KIND = {"meta_huge_int.py": "runtime"}
+"""files whose expected kind comes from the scene finalizer (it serializes `scene`): under the generic one they
+leave no `result` and fail as "did not define `result`" instead"""
 
 
 def test_corpus_is_large_enough():
@@ -267,7 +270,9 @@ def test_corpus_program_is_rejected(pool, marker, path):
     source = path.read_bytes() if path.suffix == ".bin" else path.read_text()
     res = pool.run(source, inputs={"globals": {"marker": marker, "seed": 0}}, limits=CORPUS_LIMITS)
     assert not res.ok and res.value is None
-    assert res.error.kind == _expected_kind(path), res.error
+    assert res.error.kind == GENERIC_FINALIZER_KIND.get(path.name, _expected_kind(path)), res.error
+    if path.name in GENERIC_FINALIZER_KIND:
+        assert "did not define `result`" in res.error.message
     assert res.error.message.strip()
     assert pool.run("result = 'still here'").value == "still here"
 
