@@ -212,27 +212,27 @@ class CoEvolution:
         mode_scenes = self._mode_scenes(r)
         programs = []
         for mode_id, k in (alloc.get("per_mode", {}) if r > 0 else {}).items():
-            parent = self._parent(mode_id, mode_scenes)
-            if parent is None or k <= 0:
+            parents = self._mode_parents(mode_id, mode_scenes, max(1, k // 2)) if k > 0 else []
+            mode = self.call("memory", "get_mode", mode_id=mode_id) if parents else None
+            if not parents or self._bc_only(mode):
                 continue
-            mode = self.call("memory", "get_mode", mode_id=mode_id)
-            if self._bc_only(mode):
-                continue
-            targeted, control = engine.batches(parent, mode["factor"], mode["phase"], max(1, k // 2),
-                                               seed=1000 * r + 100_000 * self.seed)
+            targeted, control = [], []
+            for i, (parent, n) in enumerate(parents):  # variants spread over the mode's failing parents
+                t, c = engine.batches(parent, mode["factor"], mode["phase"], n,
+                                      seed=1000 * r + 100_000 * self.seed + 7_919 * i)
+                targeted, control = targeted + t, control + c
             for pair in zip(targeted, control, strict=False):  # interleaved: a cut keeps both batches
                 programs += [(pr, mode_id) for pr in pair]
             programs += [(pr, mode_id) for pr in targeted[len(control):] + control[len(targeted):]]
         for mode_id, k in (alloc.get("replay_per_mode", {}) if r > 0 else {}).items():
-            parent = self._parent(mode_id, mode_scenes)
-            if parent is None or k <= 0:
+            parents = self._mode_parents(mode_id, mode_scenes, k) if k > 0 else []
+            mode = self.call("memory", "get_mode", mode_id=mode_id) if parents else None
+            if not parents or self._bc_only(mode):
                 continue
-            mode = self.call("memory", "get_mode", mode_id=mode_id)
-            if self._bc_only(mode):
-                continue
-            made = engine.variants(parent, SCENE_FACTOR_OF[mode["factor"]], k, seed=7 * r + 1 + 100_000 * self.seed,
-                                   batch="replay")
-            programs += [(pr, mode_id) for pr in made]
+            for i, (parent, n) in enumerate(parents):
+                made = engine.variants(parent, SCENE_FACTOR_OF[mode["factor"]], n,
+                                       seed=7 * r + 1 + 100_000 * self.seed + 7_919 * i, batch="replay")
+                programs += [(pr, mode_id) for pr in made]
         yield from programs
         yield from self._novel(r)
 
@@ -333,14 +333,17 @@ class CoEvolution:
                 yield EngineProgram(source=s["program"], seed=seed, family=s["family"], batch=s["batch"],
                                     parent=s.get("parent")), s["mode_id"]
 
-    def _parent(self, mode_id: str, mode_scenes: dict):
+    def _mode_parents(self, mode_id: str, mode_scenes: dict, n: int) -> list[tuple]:
+        """(parent spec, variants wanted) for `n` variants of a mode spread evenly over its failing scenes (the
+        first scenes get the remainder; at most `n` parents)."""
         from sim.spec import SceneSpec
 
-        ids = mode_scenes.get(mode_id) or []
+        ids = (mode_scenes.get(mode_id) or [])[: max(n, 0)]
         if not ids:
-            return None
-        detail = self.call("sim", "get_scene", scene_id=ids[0])
-        return SceneSpec.model_validate(detail["spec"])
+            return []
+        share, extra = divmod(n, len(ids))
+        return [(SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=sid)["spec"]), share + (i < extra))
+                for i, sid in enumerate(ids)]
 
     def _create(self, r: int, program, mode_id: str | None) -> dict:
         family, batch = program.family, program.batch

@@ -669,3 +669,19 @@ def test_the_critic_is_trained_only_where_something_reads_it(runs):
     for name, run in runs.items():
         for t in run.trainer.of("start_training"):
             assert (t["critic_updates"] > 0) == (name == "frozen_critic_select"), name
+
+
+def test_targeted_variants_spread_over_the_modes_failing_scenes(tmp_path):
+    """A mode's targeted and control variants come from several of its failing scenes, not from one parent."""
+    from dataclasses import replace
+
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, targeted_per_family=10))
+    mode_scenes = run.state["mode_scenes"]
+    allocated = run.steps["r1.allocate"]["result"]["per_mode"]
+    assert allocated
+    for mode_id, k in allocated.items():
+        made = [s for s in run.steps["r1.generate"]["result"] if s["mode_id"] == mode_id and s["batch"] == "targeted"]
+        parents = {s["parent"] for s in made}
+        assert parents <= set(mode_scenes[mode_id])
+        assert len(parents) == min(k // 2, len(mode_scenes[mode_id]), len(made)), (k, parents)
+    assert any(k // 2 >= 2 for k in allocated.values())
