@@ -128,17 +128,31 @@ class MemoryService:
         return Written(table=table, ids=[r.id for r in records], inserted=res.inserted, updated=res.updated)
 
     def record_scene(self, scene: SceneRecord) -> Written:
-        """Store a scene record; a scene stored by the sim server (same id) fills spec_json and spec_hash."""
+        """Store a scene record; a scene stored by the sim server (same id) fills spec_json and spec_hash, and a
+        missing family or program (a `SceneRecord` subclass may leave them None)."""
         from sim.scene_store import SceneStore
 
-        if scene.spec_json in ("", "{}"):
+        spec = None
+        if scene.spec_json in ("", "{}") or scene.family is None or scene.program is None:
             try:
                 spec = SceneStore(self.run_dir).spec(scene.id)
             except (ValueError, LookupError):
                 spec = None
-            if spec is not None:
-                scene = scene.model_copy(update={"spec_json": spec.model_dump_json(), "spec_hash": spec.spec_hash()})
-        return self.put([scene])
+        if spec is None and (scene.family is None or scene.program is None):
+            missing = " and ".join(k for k in ("family", "program") if getattr(scene, k) is None)
+            raise ValueError(f"scene {scene.id!r} is not in the run's scene store, so {missing} must be given")
+        update: dict = {}
+        if spec is not None:
+            from sim.scene import to_program
+
+            if scene.spec_json in ("", "{}"):
+                update.update(spec_json=spec.model_dump_json(), spec_hash=spec.spec_hash())
+            if scene.family is None:
+                update["family"] = spec.family
+            if scene.program is None:
+                update["program"] = to_program(spec)
+        record = SceneRecord.model_validate({**scene.model_dump(), **update})
+        return self.put([record])
 
     def record_diagnosis(self, d: Diagnosis) -> DiagnosisRecorded:
         """Store a diagnosis and cluster it into a difficulty mode (new or existing) in its round."""

@@ -19,6 +19,7 @@ from memory_store.schema import (
     Diagnosis,
     DiagnosisFactor,
     Evidence,
+    Family,
     GenerationProgram,
     Phase,
     RecordId,
@@ -50,7 +51,7 @@ from servers.common import (
     to_json,
     tool,
 )
-from servers.contract import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, MAX_TEXT_CHARS
+from servers.contract import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, MAX_SOURCE_CHARS, MAX_TEXT_CHARS
 from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, PHASES, ROLES, SUCCESS_BAND
 
 INSTRUCTIONS = """Shared memory of a CoDA run. Record scenes, rollouts and failure diagnoses (diagnoses are clustered
@@ -94,6 +95,14 @@ class DiagnosisIn(BaseModel):
     round: int | None = None
 
 
+class SceneIn(SceneRecord):
+    """A scene record; for a scene the sim server stored (same id), family, program and spec may be left out."""
+
+    family: Family | None = Field(None, description="task family (default: the stored scene's)")
+    program: str | None = Field(None, description="scene program source (default: the stored scene's program)",
+                                max_length=MAX_SOURCE_CHARS)
+
+
 def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = None) -> MCPServer:
     """The memory server over `run_dir/memory` or `memory_uri` (a LanceDB URI: a shared path, s3://...);
     embedder: None = offline MiniLM, or e.g. HashingEmbedder()."""
@@ -101,8 +110,9 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     mcp = new_server("coda-memory", INSTRUCTIONS)
 
     @tool(mcp, WRITES_IDEMPOTENT)
-    def record_scene(scene: Annotated[SceneRecord, Field(description="scene record (id = scene_id)")]) -> Written:
-        """Store a scene program with its verifier result (by id; spec filled in from the run's stored scene)."""
+    def record_scene(scene: Annotated[SceneIn, Field(description="scene record (id = scene_id)")]) -> Written:
+        """Store a scene with its verifier result (by id); for a scene of the run's store, family, program and spec
+        are filled in from it."""
         return svc.record_scene(scene)
 
     @tool(mcp, WRITES_IDEMPOTENT)

@@ -338,3 +338,26 @@ def test_role_binding_is_the_librarys(server):
                                                                  "max_bindings": 4})
 
     run(main())
+
+
+def test_record_scene_fills_family_and_program_from_the_stored_scene(tmp_path):
+    """A scene the sim server stored needs only its id (as prompts/round.md records it); any other scene must name
+    its family and program, and is refused without them."""
+    from memory_store.store import MemoryStore
+    from sim.scene import to_program
+
+    stored = SceneStore(tmp_path).sample("stack", 2)
+
+    async def main():
+        async with Client(build_server(tmp_path, embedder=HashingEmbedder())) as c:
+            await ok(c, "record_scene", {"scene": {"id": stored.scene_id, "verified": True}})
+            message = await err(c, "record_scene", {"scene": {"id": "0123456789abcdef"}})
+            assert "not in the run's scene store" in message and "family and program" in message
+            await ok(c, "record_scene", {"scene": {"id": "0123456789abcdef", "family": "stack", "program": "x = 1"}})
+
+    run(main())
+    store = MemoryStore.open(tmp_path / "memory", embedder=HashingEmbedder())
+    got, other = store.get("scenes", stored.scene_id), store.get("scenes", "0123456789abcdef")
+    spec = SceneStore(tmp_path).spec(stored.scene_id)
+    assert (got.family, got.program, got.spec_hash) == ("stack", to_program(spec), stored.scene_id)
+    assert other.program == "x = 1"
