@@ -72,3 +72,18 @@ def test_verify_with_seeds_checks_each_seed(tmp_path):
     done = subprocess.run([sys.executable, "-m", "coda.cli", "verify", str(SCENES / "pick_place.py"), "--seeds", "2"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.count("seed ") == 2 and done.stdout.rstrip().endswith("PASSED")
+
+
+def test_sim_assets_lists_categories_instances_and_the_split(tmp_path):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "coda.cli", "sim", "assets", *a, "--json"],  # noqa: E731
+                                    capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    pool = json.loads(run().stdout)
+    cats = {c["name"]: c for c in pool["categories"]}
+    assert len(cats) == 85
+    assert sum(c["split"] == "heldout" for c in cats.values()) == pool["heldout_categories"]
+    assert sum(c["train_instances"] + c["heldout_instances"] for c in cats.values()) == pool["rigid"] + pool["articulated"]
+    mug = json.loads(run("--category", "mug").stdout)
+    assert len(mug["instance_ids"]) == mug["instances"] and {i["split"] for i in mug["instance_ids"]} == {"train",
+                                                                                                      "heldout"}
+    held = json.loads(run("--split", "heldout").stdout)["categories"]
+    assert held and all(c["split"] == "heldout" for c in held)

@@ -14,7 +14,11 @@ def register(sub, name: str) -> None:
     parser = sub.add_parser(name, help="simulator SDK: assets, planner demos, rendering, scene programs")
     cmds = parser.add_subparsers(dest="sim_command", required=True)
 
-    p = cmds.add_parser("assets", help="asset pool counts and the train / held-out split")
+    p = cmds.add_parser("assets", help="the asset pool: counts, categories and the train / held-out split")
+    p.add_argument("--category", default=None, help="list this category's instances and their split")
+    p.add_argument("--tag", default=None, help="only categories with this tag (e.g. fruit, container)")
+    p.add_argument("--split", default=None, choices=("train", "heldout"), help="only categories of this split")
+    p.add_argument("--kind", default="any", choices=("any", "graspable", "container", "surface", "articulated"))
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_assets)
 
@@ -41,9 +45,27 @@ def register(sub, name: str) -> None:
 
 
 def cmd_assets(args) -> int:
+    """Pool counts and every category (split, instances per split, size, mass, tags); with --category, that
+    category's instances (id and split: held-out instances are reserved for the OOD instance suite)."""
     from sim import assets
+    from sim.assets.listing import list_assets
 
-    emit(assets.summary(), args.json)
+    if args.category is not None:
+        if args.category not in assets.categories():
+            raise ValueError(f"unknown category {args.category!r}; see `coda sim assets` for the categories")
+        cat = next(c for c in list_assets(limit=10_000).categories if c.name == args.category)
+        emit({**cat.model_dump(mode="json"), "instance_ids": [
+            {"id": a.id, "split": a.split} for a in assets.assets_in(args.category)]}, args.json)
+        return 0
+    page = list_assets(tag=args.tag, split=args.split, kind=args.kind, limit=10_000)
+    if args.json:
+        emit({**page.pool, "categories": [c.model_dump(mode="json") for c in page.categories]}, True)
+        return 0
+    emit(page.pool, False)
+    print(f"\n{'category':<16} {'split':<8} {'train':>5} {'held':>5}  kind")
+    for c in page.categories:
+        kind = ", ".join(k for k in ("graspable", "container", "surface", "articulated") if getattr(c, k))
+        print(f"{c.name:<16} {c.split:<8} {c.train_instances:>5} {c.heldout_instances:>5}  {kind}")
     return 0
 
 
