@@ -50,6 +50,8 @@ class Preset:
     """share of the round's generation units for replay of seen modes (with generation memory)"""
     lora: bool = False
     """fine-tune LoRA adapters in rounds (True) or all weights"""
+    round_update: str = "branch"
+    """the policy update of a round: branch AWR with the BC data mixed in, or "bc" (behaviour cloning on it only)"""
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -57,6 +59,8 @@ class Preset:
                      "eval_per_suite"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.round_update not in ("branch", "bc"):
+            raise ValueError(f"round_update must be 'branch' or 'bc', got {self.round_update!r}")
         unknown = set(self.families) - set(FAMILIES)
         if unknown:
             raise ValueError(f"unknown families {sorted(unknown)}; valid: {', '.join(FAMILIES)}")
@@ -104,7 +108,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 
 SETTABLE = ("intervention_variants", "demos_per_family", "sft_updates", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "eps_novel",
-            "eps_replay", "lora")
+            "eps_replay", "lora", "round_update")
 """the budget fields `--set` may change"""
 
 
@@ -122,6 +126,8 @@ def parse_overrides(items: list[str]) -> dict:
                 if value.lower() not in ("true", "false", "1", "0"):
                     raise ValueError
                 out[key] = value.lower() in ("true", "1")
+            elif kind == "str":
+                out[key] = value
             else:
                 out[key] = float(value) if kind == "float" else int(value)
         except ValueError:

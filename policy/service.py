@@ -26,7 +26,7 @@ from policy.data import stack_obs
 from policy.evaluate import evaluate, train_specs
 from policy.improve import awr_round, branch_round, collect
 from policy.rollout import Episode, planner_demos
-from policy.train import Progress, train_sft
+from policy.train import Progress, bc_finetune, demo_buffer, train_sft
 from sim.constants import OBS_INSTRUCTION
 from sim.spec import SceneSpec
 from sim.trace import Trace
@@ -250,10 +250,11 @@ class TrainerService:
         in scenes with a potential program in `programs` (scene id -> source) the branches are cut and valued by
         the potential, run in the sandbox);
         "rollouts": AWR on the given rollouts with critic advantages (measured to pull a weak policy down, see
-        docs/BENCHMARKS.md). When the updates fail or are cancelled (an exception from `progress`), the policy
+        docs/BENCHMARKS.md); "bc": behaviour cloning on the BC demos only (the `dt_mix` arm of `coda bench round`;
+        the rollouts still train the critic). When the updates fail or are cancelled (an exception from `progress`), the policy
         before them is put back."""
-        if collect not in ("branch", "rollouts"):
-            raise ValueError(f"collect must be 'branch' or 'rollouts', got {collect!r}")
+        if collect not in ("branch", "rollouts", "bc"):
+            raise ValueError(f"collect must be 'branch', 'rollouts' or 'bc', got {collect!r}")
         with self.lock:
             state = self.require_state()
             self.check_rollouts(rollout_ids)
@@ -264,7 +265,8 @@ class TrainerService:
                          ) if collect == "branch" and policy_updates else None
             try:
                 return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
-                                   critic_updates, policy_updates, lora, progress, specs, programs, bc_successes)
+                                   critic_updates, policy_updates, lora, progress, specs, programs, bc_successes,
+                                   bc_only=collect == "bc")
             except BaseException:
                 self._restore()
                 raise
@@ -273,7 +275,7 @@ class TrainerService:
                demo_families: Sequence[str], demos_per_family: int, scene_demos: Sequence[SceneSpec],
                critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None,
                branch_specs: list[SceneSpec] | None = None, programs: Mapping[str, str] | None = None,
-               bc_successes: bool = False) -> dict:
+               bc_successes: bool = False, bc_only: bool = False) -> dict:
         if lora and state.extra.get("lora") is None:
             from policy.lora import add_lora
 
@@ -292,7 +294,13 @@ class TrainerService:
         wins = list({id(ep): ep for ep in episodes if ep.success}.values()) if bc_successes else []
         bc = demos + own + wins  # behaviour cloning: family demos, planner demos of scenes, the policy's successes
         info = awr_round(state, [], episodes=episodes, demos=bc or None, critic_updates=critic_updates,
-                         policy_updates=0 if branch_specs else policy_updates, potential=pot, progress=progress)
+                         policy_updates=0 if branch_specs or bc_only else policy_updates, potential=pot,
+                         progress=progress)
+        if bc_only and policy_updates:
+            if not bc:
+                raise ValueError("collect='bc' needs demonstrations: give demo_families, demo_scene_ids or "
+                                 "bc_successes with successful rollouts")
+            info["bc"] = bc_finetune(state, demo_buffer(bc), policy_updates, progress).summary()
         if branch_specs:
             from sim.potential import state_potential
 

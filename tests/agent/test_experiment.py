@@ -129,8 +129,9 @@ class FakeTrainer:
                            demo_families: list[str] = [], demos_per_family: int = 0,  # noqa: B006
                            demo_scene_ids: list[str] = [],  # noqa: B006
                            critic_updates: int = 0, policy_updates: int = 0, lora: bool = False,
-                           bc_successes: bool = False) -> dict:
+                           bc_successes: bool = False, collect: str = "branch") -> dict:
             self.calls.append(("start_training", {"rollout_ids": rollout_ids, "potentials": potential_programs,
+                                                  "collect": collect,
                                                   "policy_updates": policy_updates, "critic_updates": critic_updates,
                                                   "demo_families": demo_families,
                                                   "demo_scene_ids": demo_scene_ids,
@@ -685,3 +686,11 @@ def test_targeted_variants_spread_over_the_modes_failing_scenes(tmp_path):
         assert parents <= set(mode_scenes[mode_id])
         assert len(parents) == min(k // 2, len(mode_scenes[mode_id]), len(made)), (k, parents)
     assert any(k // 2 >= 2 for k in allocated.values())
+
+
+def test_round_update_bc_is_passed_to_the_trainer(tmp_path, runs):
+    from dataclasses import replace
+
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, round_update="bc"))
+    assert {t["collect"] for t in run.trainer.of("start_training")} == {"bc"}
+    assert {t["collect"] for t in runs["coda"].trainer.of("start_training")} == {"branch"}

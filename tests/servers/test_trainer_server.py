@@ -395,3 +395,20 @@ def test_training_clones_the_policys_own_successes_with_bc_successes(run_dir, se
     assert info["bc_successes"] == 1 and len(seen[-1]) == 1 and seen[-1][0] is episode
     info = service.train([rid], critic_updates=1, policy_updates=1)
     assert info["bc_successes"] == 0 and seen[-1] == []
+
+
+def test_bc_round_update_clones_the_demos_only(run_dir, seeded, monkeypatch):
+    """collect='bc' (a round update of behaviour cloning on the BC data alone): no branch rollouts, BC updates on
+    the planner demos of the given scenes; without any demonstration it is refused with what to give."""
+    import policy.service as service_module
+    from policy.service import TrainerService
+
+    monkeypatch.setattr(service_module, "branch_round", lambda *a, **k: pytest.fail("no branch rollouts for bc"))
+    service = TrainerService(run_dir)
+    rid, spec = seeded["rollout"]["rollout_id"], SceneStore(run_dir).spec(seeded["scene_id"])
+    before = service.require_state().step
+    info = service.train([rid], scene_demos=[spec], critic_updates=1, policy_updates=3, collect="bc")
+    assert info["scene_demos"] == 1 and info["bc"]["updates"] == 3 and "branch" not in info
+    assert service.require_state().step > before
+    with pytest.raises(ValueError, match="needs demonstrations"):
+        service.train([rid], critic_updates=1, policy_updates=3, collect="bc")
