@@ -20,7 +20,8 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
   replacing it).
 - `dt_branch_mix`: branch AWR with BC on D_t and the first half of the base's demonstrations.
 
-Reported per arm: success mean over replicates and seeds, the paired difference to the base and to `today`
+Reported per arm: success mean over replicates and seeds, the paired difference to the base, to `today` and to
+every other arm (`vs_arms`)
 (per scene: the replicate mean minus the reference; ± the standard error over scenes, pooled over seeds), the
 spread of replicates, planner calls and CPU seconds of the update (this process, `time.process_time`).
 """
@@ -178,9 +179,18 @@ def summarize(per_seed: Sequence[dict], arms: Sequence[str]) -> dict:
                 today = np.array([r["success"] for r in s["arms"]["today"]["replicates"]], dtype=float).mean(axis=0)
                 d_today += list(mean - today)
             cpu += [r["cpu_s"] for r in s["arms"][arm]["replicates"]]
+        others = {}
+        for other in arms:
+            if other != arm:
+                diffs = []
+                for s in per_seed:
+                    mine = np.array([r["success"] for r in s["arms"][arm]["replicates"]], dtype=float).mean(axis=0)
+                    theirs = np.array([r["success"] for r in s["arms"][other]["replicates"]], dtype=float).mean(axis=0)
+                    diffs += list(mine - theirs)
+                others[other] = _paired(diffs)
         out[arm] = {
             "success": round(100 * float(np.mean(rows)), 1),
-            "vs_base": _paired(d_base), "vs_today": _paired(d_today) if d_today else None,
+            "vs_base": _paired(d_base), "vs_today": _paired(d_today) if d_today else None, "vs_arms": others,
             "replicate_spread_points": round(100 * max(spread), 1),
             "planner_calls": per_seed[0]["arms"][arm]["planner_calls"],
             "cpu_s_per_update_run": round(float(np.mean(cpu)), 1),

@@ -36,6 +36,7 @@ def test_bench_round_tiny(tmp_path):
     assert set(result["arms"]) == {"base_bc", "dt_mix"}
     assert result["arms"]["dt_mix"]["planner_calls"] == 2 and result["arms"]["base_bc"]["planner_calls"] == 0
     assert all(a["vs_base"]["n"] == 3 and a["vs_today"] is None for a in result["arms"].values())
+    assert result["arms"]["dt_mix"]["vs_arms"]["base_bc"]["n"] == 3 and "dt_mix" not in result["arms"]["dt_mix"]["vs_arms"]
     raw = json.loads(out.read_text())
     reps = raw["per_seed"][0]["arms"]["dt_mix"]["replicates"]
     assert [r["replicate"] for r in reps] == [0, 1] and all(len(r["success"]) == 3 for r in reps)
