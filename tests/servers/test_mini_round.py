@@ -158,6 +158,9 @@ def test_mini_round_through_tool_calls(tmp_path):
             assert (await ok(trainer, "cancel_job", {"job_id": job["job_id"]}))["state"] == "succeeded"  # done
             assert "unknown rollout id" in await err(trainer, "get_rollout_evidence", {"rollout_id": "r0-nope"})
             assert (await ok(trainer, "load_checkpoint", {"tag": "base"}))["current_step"] == 2  # still serving
+            # started without --import-checkpoints: nothing to install from, said so (tests/servers/
+            # test_trainer_server.py installs a shared base)
+            assert "--import-checkpoints" in await err(trainer, "install_checkpoint", {"name": "base"})
             listed = {t.name for t in (await trainer.list_tools()).tools}
             assert trainer.called == listed, f"not called over stdio: {listed - trainer.called}"
 
