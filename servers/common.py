@@ -241,6 +241,45 @@ def load_prompts(server: MCPServer, directory: Path | None = None) -> list[str]:
     return names
 
 
+MAX_COMPLETIONS = 100
+"""values in one completion answer (the protocol's limit)"""
+
+
+def vocabulary() -> dict[str, Callable[[], list[str]]]:
+    """Completion values shared by every server: argument name -> the valid words (prompt arguments such as
+    `families` take one of them per completion)."""
+    from sim.constants import DIAGNOSIS_FACTORS, FAMILIES, PHASES, SUITES
+
+    def categories() -> list[str]:
+        from sim import assets
+
+        return sorted(assets.categories())
+
+    words = {"family": FAMILIES, "families": FAMILIES, "suite": SUITES, "suites": SUITES,
+             "factor": DIAGNOSIS_FACTORS, "factors": DIAGNOSIS_FACTORS, "phase": PHASES, "phases": PHASES}
+    out: dict[str, Callable[[], list[str]]] = {k: (lambda v=v: list(v)) for k, v in words.items()}
+    out["categories"] = categories
+    return out
+
+
+def add_completions(server: MCPServer, values: dict[str, Callable[[], list[str]]] | None = None) -> None:
+    """Answer `completion/complete` for resource-template parameters and prompt arguments: the values of
+    `values[name]` (server-specific, e.g. stored scene ids) or of the shared vocabulary that start with what the
+    user typed, sorted, at most MAX_COMPLETIONS (with `total` and `hasMore`)."""
+    from mcp.types import Completion
+
+    table = {**vocabulary(), **(values or {})}
+
+    @server.completion()
+    async def complete(ref, argument, context):
+        source = table.get(argument.name)
+        if source is None:
+            return None
+        typed = argument.value or ""
+        found = sorted(v for v in dict.fromkeys(source()) if v.startswith(typed))
+        return Completion(values=found[:MAX_COMPLETIONS], total=len(found), has_more=len(found) > MAX_COMPLETIONS)
+
+
 def to_json(value: Any) -> str:
     """JSON text for a resource."""
     if isinstance(value, BaseModel):

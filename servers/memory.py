@@ -45,6 +45,7 @@ from servers.common import (
     READ_ONLY,
     WRITES,
     WRITES_IDEMPOTENT,
+    add_completions,
     load_prompts,
     new_server,
     resource,
@@ -53,6 +54,7 @@ from servers.common import (
 )
 from servers.contract import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, MAX_SOURCE_CHARS, MAX_TEXT_CHARS
 from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, PHASES, ROLES, SUCCESS_BAND
+from sim.scene_store import SceneStore
 
 INSTRUCTIONS = """Shared memory of a CoDA run. Record scenes, rollouts and failure diagnoses (diagnoses are clustered
 into difficulty modes); search diagnoses by cause; list and inspect modes (hardness p̂, importance w, visits, status);
@@ -296,4 +298,6 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         return to_json(svc.mode_detail(mode_id))
 
     load_prompts(mcp)
+    add_completions(mcp, {"mode_id": lambda: [m.id for m in svc.list_modes(limit=10_000)],
+                          "scene_id": SceneStore(run_dir).ids})
     return mcp

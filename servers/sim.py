@@ -14,6 +14,7 @@ from pydantic import Field
 from servers.common import (
     READ_ONLY,
     WRITES_IDEMPOTENT,
+    add_completions,
     image_content,
     load_prompts,
     new_server,
@@ -251,4 +252,5 @@ def build_server(run_dir: Path) -> MCPServer:
         return to_json(store.detail(scene_id).spec)
 
     load_prompts(mcp)
+    add_completions(mcp, {"scene_id": store.ids})
     return mcp

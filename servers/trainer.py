@@ -25,6 +25,7 @@ from servers.common import (
     READ_ONLY,
     WRITES,
     WRITES_IDEMPOTENT,
+    add_completions,
     image_content,
     load_prompts,
     new_server,
@@ -278,4 +279,5 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                    checkpoints=service.checkpoints())
 
     load_prompts(mcp)
+    add_completions(mcp, {"scene_id": scenes.ids})
     return mcp

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from servers.common import READ_ONLY, load_prompts, new_server, program_caller, tool
+from servers.common import READ_ONLY, add_completions, load_prompts, new_server, program_caller, tool
 from servers.contract import MAX_JSON_CHARS, MAX_SOURCE_CHARS, MAX_TEXT_CHARS
 from sim.checks import PotentialCheck, PredicateCheck, Verifier, VerifyResult
 from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN
@@ -94,4 +94,5 @@ def build_server(run_dir: Path) -> MCPServer:
             return verifier.check_potential(source, scene_id, trace_ids, planner_demo, every)
 
     load_prompts(mcp)
+    add_completions(mcp, {"scene_id": SceneStore(run_dir).ids})
     return mcp

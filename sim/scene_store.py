@@ -168,6 +168,10 @@ class SceneStore:
             source=src.read_text(encoding="utf-8") if src.is_file() else None,
         )
 
+    def ids(self) -> list[str]:
+        """Ids of the stored scenes, sorted (from the file names: nothing is parsed)."""
+        return sorted(p.stem for p in self.scenes_dir.glob("*.json"))
+
     def list(self, offset: int = 0, limit: int = 50) -> ScenePage:
         """Stored scenes, newest first."""
         paths = sorted(self.scenes_dir.glob("*.json"), key=lambda p: (-p.stat().st_mtime, p.name))
