@@ -220,9 +220,15 @@ class SceneStore:
     def run_planner(self, scene_id: str, save_trace: bool = False) -> DemoSummary:
         """Run the scripted planner; with save_trace, its trace is saved as traces/planner-<scene_id>.npz."""
         from sim.planner import PlanError
+        from sim.verify import verify_spec
 
+        spec = self.spec(scene_id)
+        report = verify_spec(spec)
+        if not report.passed:  # a planner "success" in a scene that fails verification would mislead
+            return DemoSummary(scene_id=scene_id, success=False, steps=0, subgoals=[],
+                               failure=f"the scene fails verification, so it is not planned: {report.summary()}")
         try:
-            demo, trace = self._plan(self.spec(scene_id), record=save_trace)
+            demo, trace = self._plan(spec, record=save_trace)
         except PlanError as exc:
             return DemoSummary(scene_id=scene_id, success=False, steps=0, subgoals=[], failure=str(exc))
         trace_id = None

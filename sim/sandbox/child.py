@@ -30,8 +30,8 @@ import sys
 from types import CodeType, ModuleType
 
 from sim import program_helpers, program_numpy  # noqa: F401 - loaded here: children cannot import
-from sim.sandbox import isolation as sandbox_os
 from sim.program import PROGRAM_MODULES
+from sim.sandbox import isolation as sandbox_os
 from sim.sandbox.rules import PROGRAM_FILENAME, SAFE_BUILTINS, attribute_problem, import_problem, is_dunder
 from sim.sandbox.worker import EXIT_INTERNAL, EXIT_MEMORY, HEADER, error, read_message, write_all
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sim.checks import Verifier
@@ -47,3 +49,15 @@ def test_verifier_checks_stored_scenes(stored):
     result = verifier.verify_scene(info.scene_id)
     assert result.passed, result.summary
     assert result.spec_hash == info.scene_id
+
+
+def test_run_planner_refuses_a_scene_that_fails_verification(tmp_path):
+    """A planner 'success' in an unverified scene would mislead: the verifier's reasons come back instead."""
+    store = SceneStore(tmp_path)
+    bad = (Path(__file__).resolve().parents[2] / "examples" / "scenes" / "fault_interpenetrating.py").read_text()
+    info = store.create(bad, 0)
+    summary = store.run_planner(info.scene_id)
+    assert not summary.success and summary.steps == 0
+    assert summary.failure.startswith("the scene fails verification") and "collision_free" in summary.failure
+    good = store.sample("pick_place", 0)
+    assert store.run_planner(good.scene_id).success
