@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from sim.sandbox import isolation as sandbox_os
 from sim.sandbox import SandboxLimits, SandboxPool, caller_scope
+from sim.sandbox import isolation as sandbox_os
 
 CAPS = sandbox_os.capabilities()
 needs_seccomp = pytest.mark.skipif(not CAPS["seccomp"], reason=f"no seccomp here: {CAPS['reasons'].get('seccomp')}")
