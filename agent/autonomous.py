@@ -80,6 +80,26 @@ def _halve_longest(value, kind: str) -> bool:
     return True
 
 
+KEEP_IMAGE_TURNS = 2
+"""tool-result turns whose images stay in the history; older images become a one-line note"""
+
+
+def trim_images(messages: list[Message], keep: int = KEEP_IMAGE_TURNS) -> int:
+    """Replace the images of all but the newest `keep` tool-result turns by a note (the model saw them when they
+    were new; resending each one every turn costs ≈ 1.5k tokens). Returns how many images were replaced."""
+    turns = [m for m in messages if m.role == "tool"]
+    replaced = 0
+    for msg in turns[: max(len(turns) - keep, 0)]:
+        for block in msg.content:
+            inner = block.content
+            if any(isinstance(b, ImageBlock) for b in inner):
+                block.content = [b if not isinstance(b, ImageBlock) else
+                                 TextBlock(text="[image shown in an earlier turn, omitted to save tokens]")
+                                 for b in inner]
+                replaced += sum(isinstance(b, ImageBlock) for b in inner)
+    return replaced
+
+
 def tool_specs(hub: Hub) -> list[ToolSpec]:
     specs = []
     for server, tools in hub.tools().items():
@@ -143,6 +163,7 @@ def run_autonomous(hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id
             transcript.append({"turn": turn, "tool": call.name, "arguments": call.arguments, "outcome": outcome})
             print(f"[coda] turn {turn + 1}: {call.name} → {outcome}", file=sys.stderr, flush=True)
         messages.append(Message.tool_results(*results))
+        trim_images(messages)
         cost = roles.ledger.total().get("cost_usd") or 0.0
         if cost > max_cost:
             stop = "cost budget"

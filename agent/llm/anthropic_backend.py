@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anthropic
@@ -76,6 +77,33 @@ def to_anthropic(messages: list[Message], system: str | None) -> tuple[str | Non
         else:
             out.append({"role": role, "content": blocks})
     return ("\n\n".join(system_parts) or None), out
+
+
+CACHE_MIN_CHARS = 4_000
+"""below ≈ 1,024 tokens (≈ 4 characters each) Anthropic does not cache a prefix; smaller requests stay unmarked"""
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def cacheable(system_text: str | None, tools: list[dict[str, Any]] | None) -> bool:
+    """Whether the request's fixed prefix (tool definitions and system prompt) is long enough to cache."""
+    return len(system_text or "") + len(json.dumps(tools or [])) >= CACHE_MIN_CHARS
+
+
+def mark_cache(kwargs: dict[str, Any]) -> None:
+    """Prompt caching: breakpoints after the tool definitions, after the system prompt and after the newest
+    message, so each turn of a tool loop re-reads the prefix of the previous one from the cache instead of paying
+    for it again (the definitions alone are ≈ 10k tokens in autonomous mode)."""
+    if kwargs.get("tools"):
+        kwargs["tools"] = [*kwargs["tools"][:-1], {**kwargs["tools"][-1], "cache_control": EPHEMERAL}]
+    if kwargs.get("system"):
+        kwargs["system"] = [{"type": "text", "text": kwargs["system"], "cache_control": EPHEMERAL}]
+    last = kwargs["messages"][-1]
+    content = last["content"]
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if content:
+        kwargs["messages"] = [*kwargs["messages"][:-1],
+                              {**last, "content": [*content[:-1], {**content[-1], "cache_control": EPHEMERAL}]}]
 
 
 def to_anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
@@ -155,6 +183,8 @@ class AnthropicBackend(SDKBackend):
             kwargs["system"] = system_text
         if tools:
             kwargs["tools"] = to_anthropic_tools(tools)
+        if cacheable(system_text, kwargs.get("tools")):
+            mark_cache(kwargs)
         extra = dict(self.extra_body)
         if temperature is not None:
             extra["temperature"] = temperature  # not a typed SDK argument any more; sent as-is

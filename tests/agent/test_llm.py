@@ -492,3 +492,23 @@ def test_ledger_is_thread_safe():
     for t in threads:
         t.join()
     assert ledger.role("round")["calls"] == 4000 and ledger.role("round")["input_tokens"] == 12000
+
+
+def test_anthropic_prompt_caching_marks_long_prefixes_only():
+    """Tool definitions, the system prompt and the newest message carry cache breakpoints once the fixed prefix is
+    long enough to be cached (≈ 1,024 tokens); short requests are sent unchanged."""
+    from agent.llm.base import ToolSpec
+
+    many = [ToolSpec(name=f"sim__tool_{i}", description="does one thing with a scene " * 8,
+                     input_schema={"type": "object", "properties": {"scene_id": {"type": "string"}}})
+            for i in range(30)]
+    with ScriptedLLMServer([reply("ok"), reply("ok")]) as server:
+        backend = backend_for("anthropic", server)
+        backend.complete([Message.user("Run a round.")], system=SYSTEM, tools=many)
+        backend.complete([Message.user("Short.")], system=SYSTEM, tools=[RENDER])
+    long_body, short_body = (r.body for r in server.requests)
+    assert long_body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert all("cache_control" not in t for t in long_body["tools"][:-1])
+    assert long_body["system"] == [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]
+    assert long_body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in json.dumps(short_body) and short_body["system"] == SYSTEM

@@ -38,3 +38,19 @@ def test_long_strings_are_shortened_and_plain_text_is_cut_with_a_note():
     plain = fit_for_model("word " * 5_000)
     assert len(plain) <= MAX_RESULT_CHARS and plain.endswith("characters cut]")
     assert fit_for_model('{\n  "a": [1, 2]\n}') == '{"a":[1,2]}'
+
+
+def test_old_images_leave_the_history_and_the_newest_stay():
+    from agent.autonomous import trim_images
+    from agent.llm.base import ImageBlock, Message, TextBlock, ToolResultBlock
+
+    png = ImageBlock(data="iVBORw0KGgo=", media_type="image/png")
+    messages = [Message.user("go")]
+    for i in range(4):
+        messages.append(Message.tool_results(ToolResultBlock(tool_use_id=f"c{i}", content=[TextBlock(text=f"r{i}"),
+                                                                                              png])))
+    assert trim_images(messages, keep=2) == 2
+    kinds = [[b.type for b in m.content[0].content] for m in messages[1:]]
+    assert kinds == [["text", "text"], ["text", "text"], ["text", "image"], ["text", "image"]]
+    assert "omitted" in messages[1].content[0].content[1].text and messages[1].content[0].content[0].text == "r0"
+    assert trim_images(messages, keep=2) == 0  # idempotent
