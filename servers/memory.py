@@ -54,7 +54,7 @@ from servers.common import (
 )
 from servers.contract import MAX_BATCH, MAX_BUDGET, MAX_K, MAX_PAGE, MAX_SOURCE_CHARS, MAX_TEXT_CHARS
 from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, PHASES, ROLES, SUCCESS_BAND
-from sim.scene_store import SceneStore
+from sim.scene_store import scene_ids
 
 INSTRUCTIONS = """Shared memory of a CoDA run. Record scenes, rollouts and failure diagnoses (diagnoses are clustered
 into difficulty modes); search diagnoses by cause; list and inspect modes (hardness p̂, importance w, visits, status);
@@ -299,5 +299,5 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
 
     load_prompts(mcp)
     add_completions(mcp, {"mode_id": lambda: [m.id for m in svc.list_modes(limit=10_000)],
-                          "scene_id": SceneStore(run_dir).ids})
+                          "scene_id": lambda: scene_ids(run_dir)})
     return mcp

@@ -94,5 +94,5 @@ def build_server(run_dir: Path) -> MCPServer:
             return verifier.check_potential(source, scene_id, trace_ids, planner_demo, every)
 
     load_prompts(mcp)
-    add_completions(mcp, {"scene_id": SceneStore(run_dir).ids})
+    add_completions(mcp, {"scene_id": verifier.store.ids})
     return mcp

@@ -111,6 +111,12 @@ def info_of(spec: SceneSpec) -> SceneInfo:
     )
 
 
+def scene_ids(run_dir: Path) -> list[str]:
+    """Ids of the scenes stored in a run directory, sorted; creates nothing (for readers such as completions)."""
+    folder = Path(run_dir) / "scenes"
+    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
 class SceneStore:
     """The scenes and traces of one run directory."""
 
@@ -170,7 +176,7 @@ class SceneStore:
 
     def ids(self) -> list[str]:
         """Ids of the stored scenes, sorted (from the file names: nothing is parsed)."""
-        return sorted(p.stem for p in self.scenes_dir.glob("*.json"))
+        return scene_ids(self.run_dir)
 
     def list(self, offset: int = 0, limit: int = 50) -> ScenePage:
         """Stored scenes, newest first."""
