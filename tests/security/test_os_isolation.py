@@ -240,25 +240,32 @@ def test_answers_are_bound_to_their_request(mode):
 
 # --- fairness ---------------------------------------------------------------------------------------------
 
+def _benign_wait(pool: SandboxPool, sessions: tuple[str, ...], per_session: int, settle_s: float) -> float:
+    """Seconds a benign caller waits for its program while `sessions` each queue `per_session` hanging ones."""
+    pool.run("result = 0", caller="warm-up")
+    threads = []
+    for session in sessions:
+        for _ in range(per_session):
+            def hang(session=session):
+                with caller_scope(session):
+                    pool.run("while True:\n    pass")
+            threads.append(threading.Thread(target=hang))
+    for t in threads:
+        t.start()
+    time.sleep(settle_s)  # the hostile callers now hold the zygotes and queue the rest
+    t0 = time.monotonic()
+    res = pool.run("result = 'benign'", caller="benign")
+    waited = time.monotonic() - t0
+    for t in threads:
+        t.join()
+    assert res.value == "benign"
+    return waited
+
+
 def test_hanging_programs_of_one_caller_do_not_delay_another():
     with SandboxPool(size=2, limits=SandboxLimits(timeout_s=4.0, cpu_s=5), preload=LIGHT) as p:
-        p.run("result = 0", caller="warm-up")
-        threads = []
-        for _ in range(3):
-            def hang():
-                with caller_scope("hostile"):
-                    p.run("while True:\n    pass")
-            threads.append(threading.Thread(target=hang))
-        for t in threads:
-            t.start()
-        time.sleep(0.3)  # the hostile caller now holds its share (one zygote) and queues the rest
-        t0 = time.monotonic()
-        res = p.run("result = 'benign'", caller="benign")
-        waited = time.monotonic() - t0
-        for t in threads:
-            t.join()
-        assert res.value == "benign"
-        assert waited < 2.0, f"a benign caller waited {waited:.1f} s behind another caller's hanging programs"
+        waited = _benign_wait(p, ("hostile",), 3, 0.3)
+    assert waited < 2.0, f"a benign caller waited {waited:.1f} s behind another caller's hanging programs"
 
 
 def test_backlogs_of_several_callers_do_not_run_ahead_of_a_newcomer():
@@ -267,24 +274,8 @@ def test_backlogs_of_several_callers_do_not_run_ahead_of_a_newcomer():
     waited two program runs or more. Now it goes to the caller granted one least recently: one run at most."""
     timeout = 3.0
     with SandboxPool(size=2, limits=SandboxLimits(timeout_s=timeout, cpu_s=4), preload=LIGHT) as p:
-        p.run("result = 0", caller="warm-up")
-        threads = []
-        for session in ("hostile-1", "hostile-2"):
-            for _ in range(3):
-                def hang(session=session):
-                    with caller_scope(session):
-                        p.run("while True:\n    pass")
-                threads.append(threading.Thread(target=hang))
-        for t in threads:
-            t.start()
-        time.sleep(0.5)  # both zygotes run a hanging program; four more wait behind them
-        t0 = time.monotonic()
-        res = p.run("result = 'benign'", caller="benign")
-        waited = time.monotonic() - t0
-        for t in threads:
-            t.join()
-        assert res.value == "benign"
-        assert waited < timeout + 1.5, f"a newcomer waited {waited:.1f} s: longer than one program's run"
+        waited = _benign_wait(p, ("hostile-1", "hostile-2"), 3, 0.5)
+    assert waited < timeout + 1.5, f"a newcomer waited {waited:.1f} s: longer than one program's run"
 
 
 def _children(pid: int) -> list[int]:
