@@ -572,9 +572,9 @@ class CoEvolution:
 
     def train(self, r: int, rollouts: list[dict], compiled: dict) -> dict:
         """K_Q critic + K_π policy updates on this round's rollouts with BC on planner demos of seed scenes of every
-        family and on D_t — planner demonstrations on every accepted environment of the round and the policy's own
-        successes — the same for all methods (SPEC §5; `method.round_data`: "dt_only" drops the seed-scene demos,
-        "base" replaces D_t by the targeted scenes of modes whose training program routes to BC, SPEC §7). Shaped by this round's potentials (method.potential) and, with training memory,
+        family and, for modes whose training program routes to BC (SPEC §7) and execution modes, on their scenes;
+        with `method.round_data` "dt", on D_t too — planner demonstrations on every accepted environment of the
+        round and the policy's own successes (SPEC §5) — and with "dt_only" on D_t alone. Shaped by this round's potentials (method.potential) and, with training memory,
         by the stored potentials of earlier rounds; earlier rollouts in scenes that have a potential are trained on
         again."""
         p, m = self.preset, self.method
@@ -605,8 +605,9 @@ class CoEvolution:
             ids_dt = [x["scene_id"] for x in rollouts] + self.execution_scenes(r)
             bc_scenes = list(dict.fromkeys(ids_dt))[: 4 * MAX_BATCH] if args["policy_updates"] else []
             args["bc_successes"] = bool(args["policy_updates"])
-        else:  # before issue 19: + the scenes of modes routed to BC
-            bc_scenes = self._bc_scenes(compiled) if args["policy_updates"] else []
+        else:  # + the scenes of modes routed to BC and of execution modes
+            ids_bc = self._bc_scenes(compiled) + self.execution_scenes(r)
+            bc_scenes = list(dict.fromkeys(ids_bc))[: 4 * MAX_BATCH] if args["policy_updates"] else []
         if bc_scenes:
             args["demo_scene_ids"] = bc_scenes
         try:

@@ -27,13 +27,13 @@ same number of ACCEPTED (verified) environments; only the switches of its `Metho
                    programs only)
     update_policy  policy updates between rounds (off: frozen policy; only the value critic learns)
     round_data     the behaviour-cloning data of a round's update
+                   base:    planner demonstrations of seed scenes of every family (half the base SFT's number),
+                            the targeted scenes of modes routed to BC and the scenes of execution modes (the
+                            default: D_t did not beat it in the round decision experiment, protocol v2,
+                            experiments/round_decision and docs/RESULTS.md)
                    dt:      D_t — planner demonstrations on every accepted environment of the round and the
-                            policy's own successful rollouts — added to the seed-scene demonstrations of every
-                            family (half the base SFT's number; the same for every method)
-                   dt_only: D_t alone, without the seed-scene demonstrations (measured to lose to the base-demo
-                            mix in a round from a weak base: experiments/round_decision)
-                   base:    the seed-scene demonstrations and the targeted scenes of modes routed to BC (the round
-                            data before issue 19)
+                            policy's own successful rollouts — added to the seed-scene demonstrations
+                   dt_only: D_t alone, without the seed-scene demonstrations (measured to lose to them)
     select         action selection when evaluating: the policy mean, or Q-softmax over sampled chunks ("critic")
 """
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # annotations only: the method table stays light enough for a
 
 GENERATIONS = ("diagnosis", "domain_rand", "uniform", "success", "memory")
 POTENTIALS = ("diagnosis", "task", "none")
-ROUND_DATA = ("dt", "dt_only", "base")
+ROUND_DATA = ("base", "dt", "dt_only")
 SELECTS = ("mean", "critic")
 
 
@@ -68,7 +68,7 @@ class Method:
     train_memory: bool = True
     update_policy: bool = True
     select: str = "mean"
-    round_data: str = "dt"
+    round_data: str = "base"
 
     def __post_init__(self):
         if self.generation not in GENERATIONS:
@@ -118,8 +118,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             update_policy=False, select="critic"),
     replace(CODA, name="evidence_critic", summary="CoDA with the critic's factor read from the rollout evidence "
             "alone (no interventions)", intervene=False),
-    replace(CODA, name="no_dt", summary="CoDA with the round data before issue 19 (BC on seed-scene demos, not D_t)",
-            round_data="base"),
+    replace(CODA, name="with_dt", summary="CoDA with D_t: planner demos on every accepted environment of a round "
+            "and the policy's successes added to the round's BC data", round_data="dt"),
     replace(CODA, name="gen_memory_only", summary="CoDA with generation memory only", train_memory=False),
     replace(CODA, name="train_memory_only", summary="CoDA with training memory only", gen_memory=False),
     # transfer: another run's memory (scenes and training programs) reused without new generation

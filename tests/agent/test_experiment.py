@@ -294,32 +294,35 @@ def round_scene_ids(run, r: int) -> list[str]:
     return list(dict.fromkeys(x["scene_id"] for x in run.steps[f"r{r}.rollouts"]["result"]))
 
 
-def test_every_method_clones_dt_planner_demos_on_every_accepted_environment(runs):
-    """D_t (issue 19): each round's update clones the planner on every accepted (rolled-out) environment of the
-    round and the policy's own successes, added to the seed-scene family demos, for every method alike; a frozen
-    policy gets no BC data and the SFT baseline has no rounds."""
-    for name, run in runs.items():
-        trains = run.trainer.of("start_training")
+def test_with_dt_clones_planner_demos_on_every_accepted_environment(runs, tmp_path):
+    """D_t (issue 19, `with_dt`): each round's update clones the planner on every accepted (rolled-out) environment
+    of the round and the policy's own successes, added to the seed-scene family demos. By default (the round
+    decision experiment kept it) every method trains on the seed-scene demos only, and a frozen policy on none."""
+    run = run_method(tmp_path, "with_dt")
+    trains = run.trainer.of("start_training")
+    assert len(trains) == 2
+    for r, t in enumerate(trains):
+        accepted = [s["scene_id"] for s in run.steps[f"r{r}.generate"]["result"] if s["verified"]]
+        assert t["demo_scene_ids"] == round_scene_ids(run, r) and set(t["demo_scene_ids"]) == set(accepted)
+        assert t["bc_successes"] and t["demo_families"] == ["pick_place"]
+    assert run.steps["r1.train"]["result"]["bc_scenes"] == len(round_scene_ids(run, 1))
+    for name, other in runs.items():
+        trains = other.trainer.of("start_training")
         if name == "sft":
             assert not trains
             continue
-        assert len(trains) == 2, name
-        for r, t in enumerate(trains):
-            if name == "frozen_critic_select":
-                assert not t["demo_scene_ids"] and not t["bc_successes"] and t["policy_updates"] == 0
-                continue
-            accepted = [s["scene_id"] for s in run.steps[f"r{r}.generate"]["result"] if s["verified"]]
-            assert t["demo_scene_ids"] == round_scene_ids(run, r) and set(t["demo_scene_ids"]) == set(accepted), name
-            assert t["bc_successes"] and t["demo_families"] == ["pick_place"], name
-        expected = 0 if name == "frozen_critic_select" else len(round_scene_ids(run, 1))
-        assert run.steps["r1.train"]["result"]["bc_scenes"] == expected, name
+        assert len(trains) == 2 and not any(t["bc_successes"] for t in trains), name
+        if name == "frozen_critic_select":
+            assert all(not t["demo_scene_ids"] and t["policy_updates"] == 0 for t in trains)
+        else:
+            assert all(t["demo_families"] == ["pick_place"] for t in trains), name
 
 
 def test_modes_routed_to_bc_clone_planner_demos_of_their_targeted_scenes(runs, tmp_path):
-    """Without D_t (the `no_dt` ablation: the round data before issue 19), a training program with learning tool
-    BC makes the next training clone the planner on the mode's targeted scenes (the family demos stay); without
-    the critic or without policy updates nothing changes."""
-    run = run_method(tmp_path, "no_dt", learning_tool="bc")
+    """A training program with learning tool BC makes the next training clone the planner on the mode's targeted
+    scenes (the family demos stay); modes routed to shaped AWR add none; without the critic or without policy
+    updates nothing changes."""
+    run = run_method(tmp_path, "coda", learning_tool="bc")
     compiled = run.steps["r1.compile"]["result"]
     assert compiled and all(c["learning_tool"] == "bc" for c in compiled.values())
     targeted = [sid for c in compiled.values() for sid in c["scene_ids"]]
@@ -329,9 +332,10 @@ def test_modes_routed_to_bc_clone_planner_demos_of_their_targeted_scenes(runs, t
     assert trains[1]["demo_families"] == ["pick_place"] and not trains[1]["potentials"]
     assert run.steps["r1.train"]["result"]["bc_scenes"] == len(set(targeted))
     assert all(not t["bc_successes"] for t in trains)
-    shaped = run_method(tmp_path, "no_dt")  # modes routed to shaped AWR add no scene demos
     assert all(t["demo_families"] == ["pick_place"] and not t["demo_scene_ids"]
-               for t in shaped.trainer.of("start_training"))
+               for t in runs["coda"].trainer.of("start_training"))
+    for name in ("domain_rand", "uniform", "success_guided", "frozen_critic_select"):
+        assert all(not t["demo_scene_ids"] for t in runs[name].trainer.of("start_training")), name
 
 
 def test_sparse_ablation_differs_from_coda_only_in_shaping(runs):
@@ -661,8 +665,8 @@ def test_dt_only_drops_the_seed_scene_demos(tmp_path):
         del METHODS["dt_only_probe"]
     trains = probe.trainer.of("start_training")
     assert trains and all(not t["demo_families"] and t["demo_scene_ids"] and t["bc_successes"] for t in trains)
-    coda = run_method(tmp_path, "coda")  # the default: D_t added to the family demos
-    assert [t["demo_scene_ids"] for t in trains] == [t["demo_scene_ids"] for t in coda.trainer.of("start_training")]
+    with_dt = run_method(tmp_path, "with_dt")  # D_t added to the family demos
+    assert [t["demo_scene_ids"] for t in trains] == [t["demo_scene_ids"] for t in with_dt.trainer.of("start_training")]
 
 
 def test_the_critic_is_trained_only_where_something_reads_it(runs):
