@@ -26,7 +26,7 @@ CASES = [
     (["run", "--runs-dir", "{tmp}/runs", "--mode", "autonomous"], ["autonomous", "--backend anthropic"]),
     (["run", "--runs-dir", "{tmp}/runs", "--backend", "anthropic"], ["ANTHROPIC_API_KEY", "--backend offline"]),
     (["bench", "round", "--arms", "today,magic"], ["magic", "valid arms"]),
-    (["run", "--runs-dir", "{tmp}/runs", "--method", "magic"], ["--method", "magic", "no_dt"]),
+    (["run", "--runs-dir", "{tmp}/runs", "--method", "magic"], ["--method", "magic", "with_dt"]),
     (["run", "--runs-dir", "{tmp}/runs", "--method", "sft", "--mode", "autonomous", "--backend", "anthropic"],
      ["--method sft", "autonomous"]),
     (["serve", "sim", "--transport", "http", "--port", "99999"], ["--port", "1..65535", "99999"]),
