@@ -41,9 +41,9 @@ log = logging.getLogger(__name__)
 
 WAIT_S = 45.0
 MAX_DRAWS = 4
+"""a round draws at most this many candidate environments per accepted one before it gives up"""
 INTERVENTION_FACTORS = ("task", "layout", "attributes")
 """scene factors an intervention changes, one at a time"""
-"""a round draws at most this many candidate environments per accepted one before it gives up"""
 
 
 def say(msg: str) -> None:
@@ -574,9 +574,9 @@ class CoEvolution:
         """K_Q critic + K_π policy updates on this round's rollouts with BC on planner demos of seed scenes of every
         family and, for modes whose training program routes to BC (SPEC §7) and execution modes, on their scenes;
         with `method.round_data` "dt", on D_t too — planner demonstrations on every accepted environment of the
-        round and the policy's own successes (SPEC §5) — and with "dt_only" on D_t alone. Shaped by this round's potentials (method.potential) and, with training memory,
-        by the stored potentials of earlier rounds; earlier rollouts in scenes that have a potential are trained on
-        again."""
+        round and the policy's own successes (SPEC §5) — and with "dt_only" on D_t alone. Shaped by this round's
+        potentials (method.potential) and, with training memory, by the stored potentials of earlier rounds;
+        earlier rollouts in scenes that have a potential are trained on again."""
         p, m = self.preset, self.method
         if not rollouts:
             return {"skipped": "no rollouts"}
@@ -602,12 +602,12 @@ class CoEvolution:
         if m.round_data != "dt_only":  # seed-scene demos of every family (the base-demo mix)
             args.update(demo_families=list(p.families), demos_per_family=max(1, p.demos_per_family // 2))
         if m.round_data in ("dt", "dt_only"):  # D_t: the planner on every accepted environment, + own successes
-            ids_dt = [x["scene_id"] for x in rollouts] + self.execution_scenes(r)
-            bc_scenes = list(dict.fromkeys(ids_dt))[: 4 * MAX_BATCH] if args["policy_updates"] else []
+            planned = [x["scene_id"] for x in rollouts]
             args["bc_successes"] = bool(args["policy_updates"])
-        else:  # + the scenes of modes routed to BC and of execution modes
-            ids_bc = self._bc_scenes(compiled) + self.execution_scenes(r)
-            bc_scenes = list(dict.fromkeys(ids_bc))[: 4 * MAX_BATCH] if args["policy_updates"] else []
+        else:  # the scenes of modes routed to BC
+            planned = self._bc_scenes(compiled)
+        planned += self.execution_scenes(r)  # execution modes: BC on their scenes, never scene variants
+        bc_scenes = list(dict.fromkeys(planned))[: 4 * MAX_BATCH] if args["policy_updates"] else []
         if bc_scenes:
             args["demo_scene_ids"] = bc_scenes
         try:
