@@ -19,6 +19,11 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
 - `dt_mix`: BC on D_t and the first half of the base's demonstrations (D_t added to the base-demo mix, not
   replacing it).
 - `dt_branch_mix`: branch AWR with BC on D_t and the first half of the base's demonstrations.
+- `dt_failed_mix`: BC on the planner demonstrations of the round scenes where every base rollout failed (D_t where
+  the policy needs it; fewer planner calls) plus the base's successes and the base-demo mix.
+
+`--base-mix all` makes the base-demo mix all of the base's demonstrations instead of the first half (a base
+trained to convergence on them: the control `base_bc` then adds no new information).
 
 Reported per arm: success mean over replicates and seeds, the paired difference to the base, to `today` and to
 every other arm (`vs_arms`)
@@ -49,7 +54,7 @@ from policy.train import bc_finetune, demo_buffer, train_sft
 from sim.constants import FAMILIES
 from sim.spec import SceneSpec
 
-ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix")
+ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenes", type=int, default=40, help="accepted environments of the round")
     parser.add_argument("--rollouts-per-scene", type=int, default=2, help="base rollouts per round scene")
     parser.add_argument("--updates", type=int, default=120, help="policy updates of every arm")
+    parser.add_argument("--base-mix", choices=("half", "all"), default="half",
+                        help="the base demonstrations every BC mix keeps: the first half (default) or all")
     parser.add_argument("--eval", type=int, default=200, help="held-out in-distribution scenes (paired)")
     parser.add_argument("--out", default=None, help="also write the raw results (per scene and replicate) here")
 
@@ -76,7 +83,7 @@ def run(args) -> dict:
     per_seed = []
     head = {"family": args.family, "seeds": seeds, "replicates": args.replicates, "scenes": args.scenes,
             "updates": args.updates, "eval": args.eval, "base_demos": args.base_demos,
-            "base_updates": args.base_updates, "commit": _commit()}
+            "base_updates": args.base_updates, "base_mix": args.base_mix, "commit": _commit()}
     for seed in seeds:
         per_seed.append(run_seed(args, seed, arms, eval_scenes))
         if args.out:  # written after every seed, so a long run keeps what it finished
@@ -112,10 +119,13 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     episodes = collect(base, round_scenes, args.rollouts_per_scene, seed=seed)
     dt = planner_demos(round_scenes)
     own = [ep for ep in episodes if ep.success]
-    half = base_demos[: max(1, len(base_demos) // 2)]
+    half = base_demos if args.base_mix == "all" else base_demos[: max(1, len(base_demos) // 2)]
+    solved = {ep.spec_hash for ep in own}
+    failed = [s for s in round_scenes if s.spec_hash() not in solved]
+    dt_failed = [ep for ep in dt if ep.spec_hash not in solved]
     base_eval = successes(base, eval_scenes)
     say(f"base {np.mean(base_eval):.3f} on {len(eval_scenes)} held-out scenes; rollouts {np.mean([e.success for e in episodes]):.3f}; "
-        f"D_t {len(dt)}/{len(round_scenes)} planner demos")
+        f"D_t {len(dt)}/{len(round_scenes)} planner demos, {len(dt_failed)}/{len(failed)} on failed scenes")
     updates: dict[str, Callable[[TrainState, int], dict]] = {
         "today": lambda s, r: _today(s, r, episodes, round_scenes, half, args.updates),
         "dt": lambda s, r: _bc(s, dt + own, args.updates),
@@ -124,9 +134,10 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         "dt_mix": lambda s, r: _bc(s, dt + own + half, args.updates),
         "dt_branch_mix": lambda s, r: branch_round(s, round_scenes, policy_updates=args.updates,
                                                    demos=dt + own + half, seed=r),
+        "dt_failed_mix": lambda s, r: _bc(s, dt_failed + own + half, args.updates),
     }
     planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0,
-                     "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes)}
+                     "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes), "dt_failed_mix": len(failed)}
     results: dict[str, dict] = {}
     for arm in arms:
         reps = []
@@ -140,7 +151,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
                          "positive_chunks": info.get("positive_chunks", info.get("branch", {}).get("positive_chunks"))})
             say(f"{arm} replicate {r}: {np.mean(got):.3f} ({cpu:.0f} s CPU)")
         results[arm] = {"planner_calls": planner_calls[arm], "replicates": reps}
-    return {"seed": seed, "base": base_eval, "base_cpu_s": round(base_cpu, 1), "dt_demos": len(dt),
+    return {"seed": seed, "base": base_eval, "base_cpu_s": round(base_cpu, 1), "dt_demos": len(dt), "failed_scenes": len(failed),
             "own_successes": len(own), "rollouts": len(episodes), "arms": results}
 
 
