@@ -120,18 +120,21 @@ class CoEvolution:
                 say("no mode left in the success band: stopping")
                 break
         last = [k for k in self.state.data["order"] if k.endswith(".eval")] or ["eval.before"]
-        # the last round's evaluation already measured the final policy (without rounds: the base policy)
-        self.state.step("eval.after", lambda: self.state.result(last[-1]))
+        # the last round's evaluation already measured the final policy (without rounds: the base policy) unless
+        # it was an interim one (a round stopped early): then the final size, on the same scenes as eval.before
+        final = self.state.result(last[-1])
+        full = all(e["n"] >= p.eval_per_suite for e in final)
+        self.state.step("eval.after", lambda: final if full else self.evaluate(n=p.eval_per_suite))
         self.state.step("export", lambda: self.call("memory", "export_memory", directory="exports/memory"))
         self.state.set("wall_seconds", self.state.get("wall_seconds", 0.0) + time.perf_counter() - t0)
         self.state.set("mcp_seconds", self.state.get("mcp_seconds", 0.0) + self.hub.overhead_seconds())
         self.save_ledger()
         return self.state.data
 
-    def evaluate(self, mode: str | None = None) -> list[dict]:
+    def evaluate(self, mode: str | None = None, n: int | None = None) -> list[dict]:
         p = self.preset
         mode = mode or self.method.select
-        res = self.job("evaluate", families=list(p.families), suites=list(SUITES), n=p.eval_per_suite, mode=mode)
+        res = self.job("evaluate", families=list(p.families), suites=list(SUITES), n=n or p.eval_per_suite, mode=mode)
         say("evaluation: " + ", ".join(f"{e['family']}/{e['suite']} {e['success_rate']:.2f}" for e in res))
         return res
 
@@ -159,7 +162,8 @@ class CoEvolution:
         st.step(f"r{r}.train", lambda: self.train(r, rollouts, compiled))
         st.step(f"r{r}.progress", lambda: self.progress(r, verdicts, scenes, rollouts, compiled))
         st.step(f"r{r}.modes", lambda: self.mode_summary(r))
-        st.step(f"r{r}.eval", self.evaluate)
+        last = r == p.rounds - 1
+        st.step(f"r{r}.eval", lambda: self.evaluate(n=None if last else p.interim_eval_per_suite or None))
         self.save_ledger()
 
     # --- allocation and generation ----------------------------------------------------------------

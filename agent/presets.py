@@ -41,7 +41,10 @@ class Preset:
     policy_updates: int = POLICY_UPDATES
     """K_π: policy updates per round"""
     eval_per_suite: int = EVAL_PER_SUITE
-    """evaluation scenes per (family, suite)"""
+    """evaluation scenes per (family, suite) before the first round and after the last (paired: the same scenes)"""
+    interim_eval_per_suite: int = 0
+    """evaluation scenes per (family, suite) after the other rounds (the learning curve: the first scenes of the
+    final evaluation's); 0: eval_per_suite"""
     band: tuple[float, float] = SUCCESS_BAND
     """success band of a mode's variants"""
     eps_novel: float = EPS_NOVEL
@@ -56,7 +59,7 @@ class Preset:
 
     def __post_init__(self):
         for name in ("demos_per_family", "sft_updates", "rounds", "targeted_per_family", "rollouts_per_scene",
-                     "eval_per_suite"):
+                     "eval_per_suite", "interim_eval_per_suite"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.round_update not in ("branch", "bc"):
@@ -107,7 +110,8 @@ def experiment_preset(name: str, **overrides) -> Preset:
 
 
 SETTABLE = ("intervention_variants", "demos_per_family", "sft_updates", "rounds", "seed_scenes_per_family", "targeted_per_family",
-            "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "eps_novel",
+            "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite",
+            "interim_eval_per_suite", "eps_novel",
             "eps_replay", "lora", "round_update")
 """the budget fields `--set` may change"""
 

@@ -698,3 +698,15 @@ def test_round_update_bc_is_passed_to_the_trainer(tmp_path, runs):
     run = run_method(tmp_path, "coda", preset=replace(PRESET, round_update="bc"))
     assert {t["collect"] for t in run.trainer.of("start_training")} == {"bc"}
     assert {t["collect"] for t in runs["coda"].trainer.of("start_training")} == {"branch"}
+
+
+def test_interim_evaluations_are_small_and_the_final_one_is_full(tmp_path):
+    """interim_eval_per_suite sizes the evaluations after the rounds before the last; before the first round and
+    after the last the loop evaluates at eval_per_suite (the paired before → after comparison)."""
+    from dataclasses import replace
+
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, eval_per_suite=3, interim_eval_per_suite=1))
+    steps = run.steps
+    assert {e["n"] for e in steps["r0.eval"]["result"]} == {1}
+    assert {e["n"] for e in steps["r1.eval"]["result"]} == {3}
+    assert steps["eval.after"]["result"] == steps["r1.eval"]["result"]
