@@ -81,6 +81,55 @@ class EnvState:
     success: bool
 
 
+@dataclass
+class EnvStates:
+    """A sequence of `EnvState`s as arrays, one row per state (what a trace records and serializes)."""
+
+    physics: np.ndarray
+    """(N, n) mj_getState(mjSTATE_INTEGRATION) vectors"""
+    steps: np.ndarray
+    """(N,) int64"""
+    target_pos: np.ndarray
+    """(N, 3)"""
+    target_quat: np.ndarray
+    """(N, 4)"""
+    gripper_cmd: np.ndarray
+    """(N,)"""
+    success: np.ndarray
+    """(N,) bool"""
+
+    FIELDS = ("physics", "steps", "target_pos", "target_quat", "gripper_cmd", "success")
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __getitem__(self, t: int) -> EnvState:
+        return EnvState(self.physics[t].copy(), int(self.steps[t]), self.target_pos[t].copy(),
+                        self.target_quat[t].copy(), float(self.gripper_cmd[t]), bool(self.success[t]))
+
+    @classmethod
+    def stack(cls, states) -> EnvStates:
+        states = list(states)
+        return cls(physics=np.asarray([s.physics for s in states], dtype=np.float64),
+                   steps=np.asarray([s.steps for s in states], dtype=np.int64),
+                   target_pos=np.asarray([s.target_pos for s in states], dtype=np.float64).reshape(-1, 3),
+                   target_quat=np.asarray([s.target_quat for s in states], dtype=np.float64).reshape(-1, 4),
+                   gripper_cmd=np.asarray([s.gripper_cmd for s in states], dtype=np.float64),
+                   success=np.asarray([s.success for s in states], dtype=bool))
+
+    def to_arrays(self, prefix: str = "env_") -> dict[str, np.ndarray]:
+        """The arrays under `prefix + field` (for np.savez)."""
+        return {prefix + f: getattr(self, f) for f in self.FIELDS}
+
+    @classmethod
+    def from_arrays(cls, arrays, prefix: str = "env_") -> EnvStates | None:
+        """The states saved by `to_arrays`, or None when `arrays` (a mapping or an NpzFile) has none of them."""
+        names = set(arrays.files if hasattr(arrays, "files") else arrays)
+        if not all(prefix + f in names for f in cls.FIELDS):
+            return None
+        return cls(**{f: np.asarray(arrays[prefix + f]) for f in cls.FIELDS})
+
+
 class CodaEnv:
     """One scene, one gripper. Not thread-safe; make one env per worker."""
 
@@ -248,3 +297,26 @@ class CodaEnv:
         mujoco.mj_forward(self.model, self.data)
         self._steps, self._gripper_cmd, self._success = s.steps, s.gripper_cmd, s.success
         self._target_pos, self._target_quat = s.target_pos.copy(), s.target_quat.copy()
+
+    def restore_step(self, prev: EnvState, cur: EnvState) -> bool:
+        """Restore `cur`, the state one control step after `prev`, exactly as `step` left it: re-runs that step's
+        physics from `prev` with the controls recorded in `cur`, so the derived quantities (positions, contacts)
+        are those of the last substep's forward pass, as after `step`, and not a fresh forward pass over `cur`
+        (which is what `set_state` gives: the same physics state, observations off by one substep). True when
+        the re-run reproduced `cur`'s physics state bit for bit; otherwise `cur` is set as by `set_state`."""
+        m, d, spec = self.model, self.data, mujoco.mjtState.mjSTATE_INTEGRATION
+        mujoco.mj_setState(m, d, cur.physics, spec)
+        ctrl, mocap_pos, mocap_quat = d.ctrl.copy(), d.mocap_pos.copy(), d.mocap_quat.copy()
+        mujoco.mj_setState(m, d, prev.physics, spec)
+        d.ctrl[:], d.mocap_pos[:], d.mocap_quat[:] = ctrl, mocap_pos, mocap_quat
+        mujoco.mj_step(m, d, nstep=SUBSTEPS)
+        after = np.empty(self._state_size)
+        mujoco.mj_getState(m, d, after, spec)
+        exact = bool(np.array_equal(after, cur.physics))
+        if exact:
+            self._steps, self._gripper_cmd, self._success = cur.steps, cur.gripper_cmd, cur.success
+            self._target_pos, self._target_quat = cur.target_pos.copy(), cur.target_quat.copy()
+        else:
+            self.set_state(cur)
+        self.state._contact_key = None
+        return exact

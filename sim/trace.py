@@ -1,7 +1,12 @@
 """Rollout traces: everything needed to replay an episode's states exactly (for evidence, keyframes, potentials).
 
-A trace keeps the spec, the actions and the full physics state (qpos, qvel, mocap) after reset and after every
-control step. Any helper can be recomputed later: `trace.state_at(t)` restores step t in a fresh env.
+A trace keeps the spec, the actions and the state after reset and after every control step: qpos, qvel and the
+gripper target (mocap) for the evidence helpers, and the env's own state (`sim.env.EnvStates`: MuJoCo's
+integration state — time, qpos, qvel, solver warm start, controls, mocap — plus the target pose, gripper
+command, step counter and success). Any helper can be recomputed later: `trace.state_at(t)` sets qpos/qvel of
+step t in a fresh env (a forward pass, enough for evidence); `trace.env_at(t)` returns an env restored exactly
+at step t, from which the recorded actions replay bit for bit and a controller (the planner: `run_planner_from`)
+can take over. Traces recorded before the env state was kept still load; their `env_at` is approximate.
 
     env = CodaEnv(spec); rec = TraceRecorder(env)
     obs = rec.reset()
@@ -11,28 +16,38 @@ control step. Any helper can be recomputed later: `trace.state_at(t)` restores s
 `RecordingEnv` is an env that records itself and passes its actions through an `ActionPerturbation` (for code
 that drives an env directly, such as the scripted planner); `planner_trace(spec, perturb)` runs the planner in one
 and returns the demonstration and the trace (the labelled critic benchmark plants execution faults this way).
+
+`run_planner_from(env)` runs the scripted planner from the env's current state (no reset) with its own step budget,
+skipping the subgoals already satisfied there: a takeover, e.g. `run_planner_from(trace.env_at(t))`.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import mujoco
 import numpy as np
 
-from sim.env import CodaEnv
+from sim import helpers as h
+from sim.env import CodaEnv, EnvStates
 from sim.helpers import SceneState
-from sim.planner import Demo, run_planner
+from sim.motion import Runner
+from sim.planner import Demo, _nearest_first, _steps_for, run_planner, subgoals
+from sim.predicates import Atom
+from sim.slots import PlanError, slot_plan
 from sim.spec import SceneSpec
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class Trace:
     spec: SceneSpec
     actions: np.ndarray
-    """(T, 7) actions executed"""
+    """(T, 7) actions executed (float64 as the env executed them; float32 in older traces)"""
     qpos: np.ndarray
     """(T + 1, nq) state after reset and after each step"""
     qvel: np.ndarray
@@ -43,10 +58,65 @@ class Trace:
     initial_bottom: dict[str, float] = field(default_factory=dict)
     success_step: int | None = None
     meta: dict = field(default_factory=dict)
+    env_states: EnvStates | None = None
+    """(T + 1) env states (`CodaEnv.get_state`) after reset and after each step; None in older traces"""
+    max_steps: int | None = None
+    """the recording env's episode length (None: the family default)"""
 
     @property
     def steps(self) -> int:
         return len(self.actions)
+
+    @property
+    def exact(self) -> bool:
+        """Whether `env_at` restores exactly (the trace holds the env's own states)."""
+        return self.env_states is not None
+
+    def env_at(self, t: int, max_steps: int | None = None, strict: bool = False) -> CodaEnv:
+        """A fresh env in the state of step t (0 = after reset), restored exactly: observations, success, the
+        step counter, the gripper target and command, and `SceneState.initial_bottom` are the recorded episode's,
+        and executing the recorded actions from t reproduces its states bit for bit. `max_steps` defaults to the
+        recording env's. Older traces (no env states) are restored approximately from qpos, qvel and the target
+        position (no solver warm start, target orientation or gripper command: the replay drifts); `strict`
+        raises on them, and when an exact re-run does not reproduce the recorded physics (another MuJoCo build)."""
+        if not 0 <= t <= self.steps:
+            raise IndexError(f"step {t} is outside the trace's 0..{self.steps}")
+        env = CodaEnv(self.spec, max_steps=max_steps or self.max_steps)
+        env.reset()
+        env.state.initial_bottom = dict(self.initial_bottom)
+        if self.env_states is None:
+            if strict:
+                raise ValueError("this trace holds no env states (recorded before they were kept): no exact restore")
+            self._approximate(env, t)
+            return env
+        if t == 0:
+            exact = bool(np.array_equal(env.get_state().physics, self.env_states.physics[0]))
+            if not exact:  # a reset with start-pose noise: the physics is exact, positions from a fresh forward pass
+                env.set_state(self.env_states[0])
+                env.state._contact_key = None
+        else:
+            exact = env.restore_step(self.env_states[t - 1], self.env_states[t])
+        if not exact:
+            if strict:
+                raise RuntimeError(f"restoring step {t} did not reproduce the recorded physics state exactly")
+            log.warning("trace of %s: step %d restored with a fresh forward pass (not bit-exact)",
+                        self.spec.spec_hash(), t)
+        return env
+
+    def _approximate(self, env: CodaEnv, t: int) -> None:
+        d, g = env.data, env.compiled.gripper
+        d.qpos[:] = self.qpos[t]
+        d.qvel[:] = self.qvel[t]
+        d.mocap_pos[g.mocap] = self.mocap_pos[t]
+        mujoco.mj_forward(env.model, d)
+        quat = d.xquat[g.body].copy()
+        d.mocap_quat[g.mocap] = quat
+        cmd = float(np.clip(self.actions[t - 1][6], -1.0, 1.0)) if t > 0 else -1.0
+        d.ctrl[list(g.actuators)] = g.finger_target(cmd)
+        env._target_pos, env._target_quat = self.mocap_pos[t].astype(np.float64).copy(), quat
+        env._gripper_cmd, env._steps = cmd, t
+        env._success = self.success_step is not None and t >= self.success_step
+        env.state._contact_key = None
 
     def replay_env(self) -> CodaEnv:
         env = CodaEnv(self.spec)
@@ -84,6 +154,8 @@ class Trace:
             success_step=np.array(-1 if self.success_step is None else self.success_step),
             bottom_names=np.array(list(self.initial_bottom), dtype=str),
             bottom_values=np.array(list(self.initial_bottom.values()), dtype=np.float64),
+            max_steps=np.array(-1 if self.max_steps is None else self.max_steps),
+            **(self.env_states.to_arrays() if self.env_states is not None else {}),
         )
         return buf.getvalue()
 
@@ -91,6 +163,7 @@ class Trace:
     def from_bytes(cls, data: bytes) -> Trace:
         z = np.load(io.BytesIO(data), allow_pickle=False)
         step = int(z["success_step"])
+        max_steps = int(z["max_steps"]) if "max_steps" in z.files else -1
         return cls(
             spec=SceneSpec.model_validate_json(z["spec"].tobytes().decode()),
             actions=z["actions"],
@@ -100,6 +173,8 @@ class Trace:
             success=bool(z["success"]),
             initial_bottom=dict(zip(z["bottom_names"].tolist(), z["bottom_values"].tolist(), strict=True)),
             success_step=None if step < 0 else step,
+            env_states=EnvStates.from_arrays(z),
+            max_steps=None if max_steps < 0 else max_steps,
         )
 
 
@@ -115,6 +190,7 @@ class TraceRecorder:
         self._qvel: list[np.ndarray] = []
         self._mocap: list[np.ndarray] = []
         self._actions: list[np.ndarray] = []
+        self._env: list = []
         self._success_step: int | None = None
 
     def _snap(self) -> None:
@@ -122,6 +198,7 @@ class TraceRecorder:
         self._qpos.append(d.qpos.copy())
         self._qvel.append(d.qvel.copy())
         self._mocap.append(d.mocap_pos[self.env.compiled.gripper.mocap].copy())
+        self._env.append(self.env.get_state())
 
     def begin(self) -> None:
         """Start a new recording at the env's current (just reset) state."""
@@ -130,7 +207,7 @@ class TraceRecorder:
 
     def record(self, action, out: tuple) -> None:
         """Record one executed `action` and the env's state after it (`out` is what env.step returned)."""
-        self._actions.append(np.asarray(action, dtype=np.float32))
+        self._actions.append(np.asarray(action, dtype=np.float64))  # as executed (a float32 copy would not replay)
         self._snap()
         if out[4].get("success") and self._success_step is None:
             self._success_step = len(self._actions)
@@ -160,7 +237,7 @@ class TraceRecorder:
     def trace(self, **meta) -> Trace:
         return Trace(
             spec=self.env.spec,
-            actions=np.asarray(self._actions, dtype=np.float32).reshape(-1, 7),
+            actions=np.asarray(self._actions, dtype=np.float64).reshape(-1, 7),
             qpos=np.asarray(self._qpos),
             qvel=np.asarray(self._qvel),
             mocap_pos=np.asarray(self._mocap),
@@ -168,6 +245,8 @@ class TraceRecorder:
             initial_bottom=dict(self.env.state.initial_bottom),
             success_step=self._success_step,
             meta=meta,
+            env_states=EnvStates.stack(self._env),
+            max_steps=self.env.max_steps,
         )
 
 
@@ -215,3 +294,54 @@ def planner_trace(spec, perturb: ActionPerturbation | None = None, **meta) -> tu
     env = RecordingEnv(spec, perturb)
     demo = run_planner(env)
     return demo, env.trace(**meta)
+
+
+# --- takeover: the planner from a restored state ------------------------------------------------------------
+
+
+def satisfied(env: CodaEnv, atom: Atom) -> bool:
+    """Whether a subgoal needs no more action in the env's state: its atom holds and, for a placement, the
+    object is no longer held (a held object still has to be released)."""
+    if not atom.evaluate(env.state):
+        return False
+    return atom.op in ("open_fraction", "lifted") or not h.is_grasped(env.state, atom.args[0])
+
+
+def run_planner_from(env: CodaEnv, budget: int | None = None) -> Demo:
+    """Execute the scripted plan from the env's current state (no reset), e.g. a state restored by
+    `Trace.env_at(t)`: the planner gets `budget` control steps from here (default: the env's episode length;
+    the env's `max_steps` becomes its step counter + budget), and the subgoals already satisfied in this state
+    are skipped (`satisfied`; `demo.subgoals` lists the ones planned). The demo's observations, actions and
+    `steps` count from the current state; `demo.success` is the env's success at the end. From a just-reset env
+    where no subgoal holds yet this is `run_planner`'s plan, action for action."""
+    start = env.steps
+    env.max_steps = start + int(budget if budget is not None else env.max_steps)
+    if env.max_steps <= start:
+        raise ValueError(f"the step budget must be positive, got {budget}")
+    demo = Demo()
+    run = Runner(env, demo, env.observe())
+    goals = [a for a in subgoals(env) if not satisfied(env, a)]
+    if env.success():
+        demo.success = True
+        return demo
+    if not goals:
+        demo.failure = f"no unsatisfied plannable goal in {env.spec.task.success} from step {start}"
+        return demo
+    try:
+        shares = slot_plan(env.state, goals)
+        for i in range(len(goals)):
+            if run.done:
+                break
+            _nearest_first(env, goals, i)
+            atom = goals[i]
+            demo.subgoals.append(str(atom))
+            for _ in _steps_for(run, atom, shares):
+                if run.done:
+                    break
+    except PlanError as exc:
+        demo.failure = str(exc)
+    demo.success = env.success()
+    demo.steps = env.steps - start
+    if not demo.success and demo.failure is None:
+        demo.failure = "plan finished without satisfying the predicate"
+    return demo
