@@ -21,6 +21,12 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
 - `dt_branch_mix`: branch AWR with BC on D_t and the first half of the base's demonstrations.
 - `dt_failed_mix`: BC on the planner demonstrations of the round scenes where every base rollout failed (D_t where
   the policy needs it; fewer planner calls) plus the base's successes and the base-demo mix.
+- `takeover_diag_mix`: BC on planner takeover windows (`policy.takeover`) of the round scenes where every base
+  rollout failed — the env restored exactly at the step where the failure starts (the offline critic's evidence
+  step), the planner's corrective window from there (its own step budget) — plus the base's successes and the
+  base-demo mix; planner calls = failed scenes, as `dt_failed_mix`.
+- `takeover_random_mix`: the same with the takeover step drawn uniformly over the failed episode's steps.
+  (The base rollouts are recorded with traces only when a takeover arm is chosen.)
 
 `--base-mix all` makes the base-demo mix all of the base's demonstrations instead of the first half (a base
 trained to convergence on them: the control `base_bc` then adds no new information).
@@ -50,11 +56,13 @@ from policy.config import PolicyConfig, TrainConfig
 from policy.evaluate import eval_specs, train_specs
 from policy.improve import awr_round, branch_round, collect
 from policy.rollout import Episode, chunk_fn, planner_demos, rollout
+from policy.takeover import ARM_RULE, arm_demos
 from policy.train import bc_finetune, demo_buffer, train_sft
 from sim.constants import FAMILIES
 from sim.spec import SceneSpec
 
-ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix")
+ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix", "takeover_diag_mix",
+        "takeover_random_mix")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,13 +124,15 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     base, _ = train_sft(base_demos, PolicyConfig(), TrainConfig(seed=seed), args.base_updates)
     base_cpu = time.process_time() - t0
     round_scenes = train_specs(args.family, args.scenes, start=100_000 + 1_000 * seed)
-    episodes = collect(base, round_scenes, args.rollouts_per_scene, seed=seed)
+    episodes = collect(base, round_scenes, args.rollouts_per_scene, seed=seed,
+                       record=any(a in ARM_RULE for a in arms))
     dt = planner_demos(round_scenes)
     own = [ep for ep in episodes if ep.success]
     half = base_demos if args.base_mix == "all" else base_demos[: max(1, len(base_demos) // 2)]
     solved = {ep.spec_hash for ep in own}
     failed = [s for s in round_scenes if s.spec_hash() not in solved]
     dt_failed = [ep for ep in dt if ep.spec_hash not in solved]
+    takeover, takeover_stats = arm_demos(arms, episodes, solved, seed=seed)  # empty unless a takeover arm is chosen
     base_eval = successes(base, eval_scenes)
     say(f"base {np.mean(base_eval):.3f} on {len(eval_scenes)} held-out scenes; rollouts {np.mean([e.success for e in episodes]):.3f}; "
         f"D_t {len(dt)}/{len(round_scenes)} planner demos, {len(dt_failed)}/{len(failed)} on failed scenes")
@@ -135,9 +145,12 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         "dt_branch_mix": lambda s, r: branch_round(s, round_scenes, policy_updates=args.updates,
                                                    demos=dt + own + half, seed=r),
         "dt_failed_mix": lambda s, r: _bc(s, dt_failed + own + half, args.updates),
+        "takeover_diag_mix": lambda s, r: _bc(s, takeover["takeover_diag_mix"] + own + half, args.updates),
+        "takeover_random_mix": lambda s, r: _bc(s, takeover["takeover_random_mix"] + own + half, args.updates),
     }
     planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0,
-                     "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes), "dt_failed_mix": len(failed)}
+                     "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes), "dt_failed_mix": len(failed),
+                     "takeover_diag_mix": len(failed), "takeover_random_mix": len(failed)}
     results: dict[str, dict] = {}
     for arm in arms:
         reps = []
@@ -152,7 +165,8 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
             say(f"{arm} replicate {r}: {np.mean(got):.3f} ({cpu:.0f} s CPU)")
         results[arm] = {"planner_calls": planner_calls[arm], "replicates": reps}
     return {"seed": seed, "base": base_eval, "base_cpu_s": round(base_cpu, 1), "dt_demos": len(dt), "failed_scenes": len(failed),
-            "own_successes": len(own), "rollouts": len(episodes), "arms": results}
+            "own_successes": len(own), "rollouts": len(episodes), "arms": results,
+            **({"takeover": takeover_stats} if takeover_stats else {})}
 
 
 def _copy(base: TrainState, seed: int) -> TrainState:
