@@ -14,10 +14,13 @@ from sim.workers import Executor
 
 
 def success_stats(episodes: Sequence[Episode]) -> dict:
+    """n, success rate ± standard error, mean steps, and `outcomes`: one character per episode in order ("1"
+    success, "0" failure), so two evaluations on the same scenes can be compared scene by scene (paired)."""
     n = len(episodes)
     p = sum(e.success for e in episodes) / n if n else 0.0
     se = math.sqrt(p * (1 - p) / n) if n else 0.0
-    return {"n": n, "success_rate": p, "stderr": se, "mean_steps": sum(e.steps for e in episodes) / max(n, 1)}
+    return {"n": n, "success_rate": p, "stderr": se, "mean_steps": sum(e.steps for e in episodes) / max(n, 1),
+            "outcomes": "".join("1" if e.success else "0" for e in episodes)}
 
 
 def eval_specs(family: str, suite: str, n: int) -> list[SceneSpec]:

@@ -16,6 +16,28 @@ def mean_ood(evals: list[dict], family: str | None = None) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
+def paired_ood(before: list[dict], after: list[dict]) -> dict | None:
+    """Mean OOD success after − before, paired scene by scene (evaluations of a suite use its first n scenes, so
+    the shorter of two evaluations is the common prefix), ± the standard error of the paired difference: each OOD
+    suite weighs equally, as in `mean_ood`. None when the evaluations carry no per-scene outcomes."""
+    prior = {(e["family"], e["suite"]): e.get("outcomes") for e in before}
+    diffs, ses = [], []
+    for e in after:
+        a, b = e.get("outcomes"), prior.get((e["family"], e["suite"]))
+        if e["suite"] not in OOD_SUITES or not a or not b:
+            continue
+        k = min(len(a), len(b))
+        d = [int(x) - int(y) for x, y in zip(a[:k], b[:k], strict=True)]
+        mean = sum(d) / k
+        var = sum((x - mean) ** 2 for x in d) / (k - 1) if k > 1 else 0.0
+        diffs.append(mean)
+        ses.append(var / k)
+    if not diffs:
+        return None
+    m = len(diffs)
+    return {"points": 100 * sum(diffs) / m, "se": 100 * math.sqrt(sum(ses)) / m, "suites": m}
+
+
 def suite_mean(evals: list[dict], suite: str) -> float:
     xs = [e["success_rate"] for e in evals if e["suite"] == suite]
     return sum(xs) / len(xs) if xs else float("nan")
@@ -85,7 +107,7 @@ def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict 
         "ood": {f: mean_ood(after, f) for f in state["preset"]["families"]},
         "ood_before": {f: mean_ood(before, f) for f in state["preset"]["families"]},
         "in_dist": suite_mean(after, "in"), "in_dist_before": suite_mean(before, "in"),
-        "mean_ood": mean_ood(after), "mean_ood_before": mean_ood(before),
+        "mean_ood": mean_ood(after), "mean_ood_before": mean_ood(before), "paired_ood": paired_ood(before, after),
         "curve": [{**c, "mean_ood": mean_ood(c["eval"]), "in_dist": suite_mean(c["eval"], "in")} for c in curve],
         "batches": batches, "metrics": metrics, "eval_after": after,
     }

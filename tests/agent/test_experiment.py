@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -710,3 +711,21 @@ def test_interim_evaluations_are_small_and_the_final_one_is_full(tmp_path):
     assert {e["n"] for e in steps["r0.eval"]["result"]} == {1}
     assert {e["n"] for e in steps["r1.eval"]["result"]} == {3}
     assert steps["eval.after"]["result"] == steps["r1.eval"]["result"]
+
+
+def test_paired_ood_compares_the_same_scenes():
+    """The paired OOD difference uses per-scene outcomes on the common prefix of each OOD suite; in-distribution
+    suites do not count; without outcomes there is nothing to pair."""
+    from agent.experiment.metrics import paired_ood
+
+    def ev(suite, outcomes):
+        return {"family": "stack", "suite": suite, "n": len(outcomes), "success_rate": outcomes.count("1") / len(outcomes),
+                "outcomes": outcomes}
+
+    before = [ev("in", "0000"), ev("layouts", "0101"), ev("tasks", "1100")]
+    after = [ev("in", "1111"), ev("layouts", "1101"), ev("tasks", "11")]  # tasks: an interim evaluation, 2 scenes
+    got = paired_ood(before, after)
+    # layouts +1/4 (one scene flips), tasks 0 on the 2 common scenes; mean over the two OOD suites
+    assert got["suites"] == 2 and abs(got["points"] - 12.5) < 1e-9
+    assert abs(got["se"] - 100 * math.sqrt(0.25 / 4) / 2) < 1e-9  # var of (1,0,0,0) with ddof 1 = 0.25; tasks 0
+    assert paired_ood([{**e, "outcomes": None} for e in before], after) is None
