@@ -7,7 +7,10 @@
     scene.set_layout(place(mug, on="table", xy=(0.45, -0.10)), place(bowl, on="table", near=mug, gap=0.12))
     scene.set_attributes(mug, mass=0.25, friction=0.8, rgba="red")
 
-All randomness comes from `numpy.random.default_rng(seed)`, so the same program and seed give the same spec.
+All randomness comes from the seed, so the same program and seed give the same spec: `scene.rng` is
+`numpy.random.default_rng(seed)`, and an object added by category draws its instance from a generator of its own,
+seeded by the seed and by what the program builds (see `Scene.add_object`), so the k-th object of two programs
+does not get the same instance.
 
 This is the trusted builder. Untrusted scene programs get `sim.program` instead (plain objects, no pydantic, numpy
 or dataclass values), whose `Scene` delegates to this one; `finalize_program` validates either.
@@ -15,6 +18,8 @@ or dataclass values), whose `Scene` delegates to this one; `finalize_program` va
 
 from __future__ import annotations
 
+import hashlib
+import json
 import keyword
 import math
 import sys
@@ -124,13 +129,19 @@ class Scene:
         self._objects: dict[str, TaskObject] = {}
         self._attrs: dict[str, ObjectAttributes] = {}
         self._requests: dict[str, PlaceRequest] = {}
+        self._undrawn: set[str] = set()
+        """objects added by category whose instance `spec()` draws (`_draw_instances`)"""
         self._seed_layout: int | None = None
         self._task: dict[str, Any] | None = None
         self.meta: dict[str, Any] = {}
 
     # --- objects -------------------------------------------------------------------------------
     def add_object(self, what: str, role: str = "distractor", name: str | None = None) -> ObjectHandle:
-        """Add an object by category ('mug') or instance id ('mug/007'); returns a handle."""
+        """Add an object by category ('mug') or instance id ('mug/007'); returns a handle.
+
+        A category's instance is drawn when the spec is built, from a generator seeded by the scene's seed, the
+        object's name and what the program builds (family, objects, task): the same program and seed give the
+        same instances, other programs and other objects draw independently. `scene.rng` is not used for it."""
         if role not in ROLES:
             raise SceneError(f"unknown role {role!r}; valid roles: {', '.join(ROLES)}")
         if len(self._objects) >= MAX_OBJECTS:
@@ -141,8 +152,7 @@ class Scene:
             category = asset.category
         else:
             category = assets.get_category(what).name
-            pool = assets.assets_in(category, split=self.split.instances) or assets.assets_in(category)
-            asset = pool[int(self.rng.integers(len(pool)))]
+            asset = self._pool(category)[0]  # a stand-in until `spec()` draws the instance
         name = name or self._fresh_name(category)
         if name in self._objects:
             raise SceneError(f"an object named {name!r} already exists; pass name=... to add_object")
@@ -150,7 +160,23 @@ class Scene:
             raise SceneError(f"{name!r} is reserved; pass another name=... to add_object")
         self._objects[name] = TaskObject(name=name, category=category, role=role)
         self._attrs[name] = ObjectAttributes(object=name, asset=asset.id)
+        if "/" not in what:
+            self._undrawn.add(name)
         return ObjectHandle(name=name, category=category, role=role)
+
+    def _pool(self, category: str) -> list:
+        return assets.assets_in(category, split=self.split.instances) or assets.assets_in(category)
+
+    def _draw_instances(self, task: TaskSpec) -> None:
+        """Give each object added by category its instance, from a generator seeded by (seed, a digest of the
+        task and the object's name): independent of `scene.rng`, of the other objects' draws and of the
+        number of draws before it."""
+        content = json.dumps(task.model_dump(mode="json"), sort_keys=True)
+        for name in sorted(self._undrawn):
+            digest = hashlib.sha256(f"{content}\n{name}".encode()).digest()
+            rng = np.random.default_rng([self.seed, *(int.from_bytes(digest[i:i + 4], "little") for i in (0, 4, 8, 12))])
+            pool = self._pool(self._objects[name].category)
+            self._attrs[name] = self._attrs[name].model_copy(update={"asset": pool[int(rng.integers(len(pool)))].id})
 
     def _fresh_name(self, category: str) -> str:
         base = category.replace("-", "_")
@@ -212,6 +238,7 @@ class Scene:
                 raise SceneError(
                     f"asset {asset.id} is a {asset.category}, but {name} is a {self._objects[name].category}"
                 )
+            self._undrawn.discard(name)
         current = self._attrs[name].model_dump()
         current.update(values)
         try:
@@ -232,14 +259,6 @@ class Scene:
             raise SceneError("the scene has no objects; call scene.add_object(...)")
         if self._task is None:
             raise SceneError("the scene has no task; call scene.set_task(instruction, success=...)")
-        attributes = AttributeSpec(objects=tuple(self._attrs.values()))
-        placements = layout.resolve(
-            list(self._objects.values()),
-            attributes,
-            [self._requests.get(n) for n in self._objects],
-            seed_layout=self._seed_layout,
-            rng=self.rng,
-        )
         try:
             task = TaskSpec(
                 family=self.family,
@@ -248,6 +267,15 @@ class Scene:
                 objects=tuple(self._objects.values()),
                 success=self._task["success"],
                 initial_state=self._task["initial_state"],
+            )
+            self._draw_instances(task)
+            attributes = AttributeSpec(objects=tuple(self._attrs.values()))
+            placements = layout.resolve(
+                list(self._objects.values()),
+                attributes,
+                [self._requests.get(n) for n in self._objects],
+                seed_layout=self._seed_layout,
+                rng=self.rng,
             )
             return SceneSpec(
                 seed=self.seed,
