@@ -34,7 +34,7 @@ from agent.methods import CODA, Method
 from agent.presets import Preset
 from agent.roles.factory import Roles
 from agent.runstate import RunState
-from servers.contract import MAX_BATCH
+from servers.contract import MAX_BATCH, MAX_PAGE
 from sim.constants import SCENE_FACTOR_OF, SUITES
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 WAIT_S = 45.0
 MAX_DRAWS = 4
 """a round draws at most this many candidate environments per accepted one before it gives up"""
+TOO_HARD_SCENES = 2
+"""failing scenes per mode below the success band that join a round's BC data (`CoEvolution.execution_scenes`)"""
 INTERVENTION_FACTORS = ("task", "layout", "attributes")
 """scene factors an intervention changes, one at a time"""
 
@@ -246,15 +248,21 @@ class CoEvolution:
         return self.method.intervene and mode["factor"] == "execution"
 
     def execution_scenes(self, r: int) -> list[str]:
-        """Failing scenes of the execution modes allocated in round r (with interventions): cloned from the
-        planner in round r's update, as D_t does for the round's own environments."""
-        if r == 0 or not self.method.intervene:
+        """Failing scenes cloned from the planner in round r's update, as D_t does for the round's own
+        environments: those of the execution modes allocated in round r (with interventions), and those of modes
+        measured below the success band (too hard for variants to teach anything: their units went elsewhere),
+        at most TOO_HARD_SCENES per mode."""
+        if r == 0 or not self.method.critic:
             return []
         alloc, mode_scenes = self.state.result(f"r{r}.allocate"), self._mode_scenes(r)
         out: list[str] = []
-        for mode_id, k in {**alloc.get("per_mode", {}), **alloc.get("replay_per_mode", {})}.items():
-            if k > 0 and self._bc_only(self.call("memory", "get_mode", mode_id=mode_id)):
-                out += (mode_scenes.get(mode_id) or [])[:k]
+        if self.method.intervene:
+            for mode_id, k in {**alloc.get("per_mode", {}), **alloc.get("replay_per_mode", {})}.items():
+                if k > 0 and self._bc_only(self.call("memory", "get_mode", mode_id=mode_id)):
+                    out += (mode_scenes.get(mode_id) or [])[:k]
+        for mode in self.call("memory", "list_modes", limit=MAX_PAGE):
+            if mode["status"] != "refuted" and mode["hardness"] is not None and mode["hardness"] < self.preset.band[0]:
+                out += (mode_scenes.get(mode["id"]) or [])[:TOO_HARD_SCENES]
         return list(dict.fromkeys(out))
 
     def _mode_scenes(self, r: int) -> dict[str, list[str]]:

@@ -729,3 +729,19 @@ def test_paired_ood_compares_the_same_scenes():
     assert got["suites"] == 2 and abs(got["points"] - 12.5) < 1e-9
     assert abs(got["se"] - 100 * math.sqrt(0.25 / 4) / 2) < 1e-9  # var of (1,0,0,0) with ddof 1 = 0.25; tasks 0
     assert paired_ood([{**e, "outcomes": None} for e in before], after) is None
+
+
+def test_modes_below_the_band_send_their_scenes_to_bc(tmp_path):
+    """A mode whose variants all fail (layout variants always fail in the scripted trainer: hardness 0) is below
+    the success band: variants teach nothing, so its failing scenes join the next update's planner demos."""
+    from dataclasses import replace
+
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, rounds=3))
+    modes = run.steps["r1.modes"]["result"]["modes"]  # memory after round 2, before round 3's update
+    too_hard = [m["id"] for m in modes if m["hardness"] is not None and m["hardness"] < PRESET.band[0]]
+    assert too_hard
+    scenes = {sid for m in too_hard for sid in run.state["mode_scenes"].get(m, [])[:2]}
+    trains = run.trainer.of("start_training")
+    assert scenes and scenes <= set(trains[2]["demo_scene_ids"])
+    sparse_round = run_method(tmp_path, "uniform", preset=replace(PRESET, rounds=3))  # no critic: no modes
+    assert not any(t.get("demo_scene_ids") for t in sparse_round.trainer.of("start_training")[1:])
