@@ -5,7 +5,8 @@ become typed columns (filterable in `where` clauses); lists, dicts and nested mo
 strings; the two vector fields (`Diagnosis.embedding`, `Mode.centroid`) are fixed-size float32 columns of
 `EMBED_DIM` values. `TABLES` maps table names to models; `arrow_schema(model)` derives the column layout.
 Ids, and the ids a record refers to, match `RECORD_ID_PATTERN`; numbers (float fields and numbers inside JSON
-fields) are finite.
+fields) are finite. The closed vocabularies (phase, factor, family, role, batch, ...) and record ids are named
+types (`TypeAliasType`): each is one `$defs` entry of a JSON schema, shared by every field that uses it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,17 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
+from typing_extensions import TypeAliasType
 
 from sim.constants import DIAGNOSIS_FACTORS, FACTORS, FAMILIES, PHASES, ROLES
 
@@ -73,19 +84,26 @@ def _finite_json(value: Any, where: str = "value") -> Any:
     return value
 
 
-def _choice(valid: tuple[str, ...], what: str) -> AfterValidator:
-    return AfterValidator(lambda v: _one_of(v, valid, what))
+def _enum(name: str, valid: tuple[str, ...], what: str, empty: bool = False) -> TypeAliasType:
+    """A string type named `name` that accepts one of `valid` (or "" when `empty`), refusing others with a message
+    that lists them, and shows them as a JSON-schema enum."""
+    check = (lambda v: v and _one_of(v, valid, what)) if empty else (lambda v: _one_of(v, valid, what))
+    shown = ["", *valid] if empty else list(valid)
+    return TypeAliasType(name, Annotated[str, AfterValidator(check), WithJsonSchema({"type": "string", "enum": shown})])
 
 
-Phase = Annotated[str, _choice(PHASES, "phase")]
-DiagnosisFactor = Annotated[str, _choice(DIAGNOSIS_FACTORS, "diagnosis factor")]
-SceneFactor = Annotated[str, _choice(FACTORS, "scene factor")]
-Family = Annotated[str, _choice(FAMILIES, "family")]
-OptionalFamily = Annotated[str, AfterValidator(lambda v: v and _one_of(v, FAMILIES, "family"))]
+Phase = _enum("Phase", PHASES, "phase")
+DiagnosisFactor = _enum("DiagnosisFactor", DIAGNOSIS_FACTORS, "diagnosis factor")
+SceneFactor = _enum("SceneFactor", FACTORS, "scene factor")
+Family = _enum("Family", FAMILIES, "family")
+OptionalFamily = _enum("FamilyOrAny", FAMILIES, "family", empty=True)
 """a family or the empty string (not bound to a family)"""
-Role = Annotated[str, _choice(ROLES, "role")]
+Role = _enum("Role", ROLES, "role")
+Batch = _enum("Batch", BATCHES, "batch")
+ModeStatus = _enum("ModeStatus", MODE_STATUSES, "status")
+LearningTool = _enum("LearningTool", LEARNING_TOOLS, "learning tool")
 Vector = Annotated[list[float], BeforeValidator(_vector)]
-RecordId = Annotated[str, Field(pattern=RECORD_ID_PATTERN)]
+RecordId = TypeAliasType("RecordId", Annotated[str, Field(pattern=RECORD_ID_PATTERN)])
 """a record id: see `RECORD_ID_PATTERN`"""
 OptionalRecordId = Annotated[str, Field(pattern=RECORD_ID_PATTERN.replace("^", "^(?:").replace("$", ")?$"))]
 """a record id or the empty string (no reference)"""
@@ -99,50 +117,51 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False, allow_inf_nan=False)
     """float fields refuse NaN and infinities (they are not JSON and poison averages)"""
 
-    id: RecordId = Field(description="unique id (RECORD_ID_PATTERN); writing the same id again replaces the row")
-    created_at: str = Field(default_factory=now_iso, description="ISO-8601 UTC time of creation")
-    run_id: str = Field(default="", description="run that wrote the record")
-    round: int | None = Field(default=None, description="co-evolution round, where relevant")
+    id: RecordId = Field(description="unique id; writing it again replaces the record")
+    created_at: str = Field(default_factory=now_iso, description="ISO-8601 UTC creation time (default: now)")
+    run_id: str = Field(default="", description="the run that wrote it")
+    round: int | None = Field(default=None, description="co-evolution round")
 
 
 # --- nested values (stored as JSON) ---------------------------------------------------------------
+# Comments, not docstrings: a nested model's docstring would be sent in every tool schema that holds it.
 
 
-class Violation(BaseModel):
-    check: str
-    message: str
-    objects: list[str] = Field(default_factory=list)
+class Violation(BaseModel):  # a verifier check the scene failed
+    check: str = Field(description="the check's name, e.g. collision_free")
+    message: str = Field(description="what failed and what to change")
+    objects: list[str] = Field(default_factory=list, description="objects involved")
 
 
-class Repair(BaseModel):
-    attempt: int
-    error: str
-    program: str = ""
+class Repair(BaseModel):  # an earlier attempt at a scene program
+    attempt: int = Field(description="attempt number")
+    error: str = Field(description="why it failed")
+    program: str = Field("", description="the program tried")
 
 
-class Evidence(BaseModel):
-    step_indices: list[int] = Field(default_factory=list)
-    state_facts: list[str] = Field(default_factory=list)
-    keyframe_paths: list[str] = Field(default_factory=list)
-    extra: JsonDict = Field(default_factory=dict)
+class Evidence(BaseModel):  # what a diagnosis rests on
+    step_indices: list[int] = Field(default_factory=list, description="control steps that show the failure")
+    state_facts: list[str] = Field(default_factory=list, description="short facts relied on")
+    keyframe_paths: list[str] = Field(default_factory=list, description="keyframe images")
+    extra: JsonDict = Field(default_factory=dict, description="anything else, as a JSON object")
 
 
-class HistoryEvent(BaseModel):
-    round: int | None
-    event: str
-    values: JsonDict = Field(default_factory=dict)
+class HistoryEvent(BaseModel):  # one event in a mode's history
+    round: int | None = Field(description="round of the event")
+    event: str = Field(description="what happened, e.g. created, visited, status")
+    values: JsonDict = Field(default_factory=dict, description="its numbers")
 
 
-class CompileCheck(BaseModel):
-    ok: bool
-    message: str = ""
+class CompileCheck(BaseModel):  # one check of a generation program's variants
+    ok: bool = Field(description="the check passed")
+    message: str = Field("", description="what failed")
 
 
-class Relation(BaseModel):
-    predicate: str
-    roles: list[Role]
+class Relation(BaseModel):  # a predicate the bound objects must allow, e.g. inside(target, receptacle)
+    predicate: str = Field(description="predicate name, e.g. inside")
+    roles: list[Role] = Field(description="the roles it relates, in argument order")
     requires: dict[str, list[str]] = Field(
-        default_factory=dict, description="optional tags a role's object must carry for this relation"
+        default_factory=dict, description="tags a role's object must carry for this relation, by role"
     )
 
 
@@ -150,42 +169,55 @@ class Relation(BaseModel):
 
 
 class SceneRecord(Record):
-    family: Family
+    family: Family = Field(description="task family")
     program: str = Field(description="scene program source")
-    spec_json: str = "{}"
-    spec_hash: str = ""
-    verified: bool = False
-    violations: list[Violation] = Field(default_factory=list)
+    spec_json: str = Field("{}", description="the scene spec as JSON")
+    spec_hash: str = Field("", description="the spec's hash (the sim server's scene_id)")
+    verified: bool = Field(False, description="the scene passed the verifier")
+    violations: list[Violation] = Field(default_factory=list, description="the checks it failed")
     repairs: list[Repair] = Field(default_factory=list, description="prior attempts and their errors")
-    success_rate: float | None = Field(default=None, description="p̂(s) over n_rollouts")
-    n_rollouts: int = 0
+    success_rate: float | None = Field(default=None, description="p̂(s), success over n_rollouts")
+    n_rollouts: int = Field(0, description="rollouts behind success_rate")
     learning_progress: float | None = Field(default=None, description="LV(s)")
-    mode_id: RecordId | None = None
-    batch: Annotated[str, _choice(BATCHES, "batch")] = "seed"
+    mode_id: RecordId | None = Field(None, description="the difficulty mode the scene targets")
+    batch: Batch = Field("seed", description="why the scene was made")
 
 
 class RolloutRecord(Record):
+    """One rollout's summary; a row of collect_rollouts' result can be stored as it is."""
+
+    id: RecordId = Field(validation_alias=AliasChoices("id", "rollout_id"),
+                         description="unique id (collect_rollouts' rollout_id; either name is accepted)")
     scene_id: RecordId
-    policy_id: str
+    policy_id: str | None = Field(None, description="the policy that acted (default: '<run_id>@r<round>', or "
+                                                    "run_id without a round)")
     success: bool
-    steps: int
-    episode_return: float = Field(description="the episode return")
-    seed: int
-    phase_reached: Phase
+    steps: int = Field(ge=0, description="control steps")
+    episode_return: float | None = Field(None, description="the episode return (default: 1.0 on success, else 0.0)")
+    seed: int | None = Field(None, description="the rollout's seed, where known")
+    phase_reached: Phase = Field("other", description="furthest phase reached (default: other, not measured)")
     summary: JsonDict = Field(default_factory=dict, description="light summary, no trajectories")
+
+    @model_validator(mode="after")
+    def _derived_defaults(self) -> RolloutRecord:
+        if self.policy_id is None:
+            self.policy_id = self.run_id if self.round is None else f"{self.run_id}@r{self.round}"
+        if self.episode_return is None:
+            self.episode_return = float(self.success)
+        return self
 
 
 class Diagnosis(Record):
     """ψ = (δ, phase, cause, evidence), linked to a scene and its rollouts."""
 
     scene_id: RecordId
-    rollout_ids: list[RecordId] = Field(default_factory=list)
-    factor: DiagnosisFactor = Field(description="δ")
-    phase: Phase
-    cause: str = Field(min_length=1)
+    rollout_ids: list[RecordId] = Field(default_factory=list, description="the rollouts it explains")
+    factor: DiagnosisFactor = Field(description="δ, the scene factor the failure comes from")
+    phase: Phase = Field(description="trajectory phase where the failure arose")
+    cause: str = Field(min_length=1, description="the cause in words")
     evidence: Evidence = Field(default_factory=Evidence)
     embedding: Vector | None = Field(default=None, description="cause embedding, EMBED_DIM float32")
-    mode_id: RecordId | None = None
+    mode_id: RecordId | None = Field(None, description="the mode it was clustered into")
 
 
 # --- semantic tier --------------------------------------------------------------------------------
@@ -198,16 +230,16 @@ class Mode(Record):
     phase: Phase
     centroid: Vector = Field(description="unit-norm mean of member cause embeddings")
     description: str = Field(description="representative cause (the first member's)")
-    members: int = 0
+    members: int = Field(0, description="diagnoses in the mode")
     hardness: float | None = Field(default=None, description="p̂_j, policy success rate (lower is harder)")
     hardness_n: int = Field(default=0, description="rollouts behind the latest p̂_j")
     importance: float = Field(default=0.0, description="w_j, EMA of success after minus before training")
     importance_n: int = Field(default=0, description="training outcomes folded into w_j")
-    visits: int = 0
+    visits: int = Field(0, description="generation units allocated to it")
     last_round: int | None = Field(default=None, description="round of the latest visit")
-    status: Annotated[str, _choice(MODE_STATUSES, "status")] = "candidate"
+    status: ModeStatus = "candidate"
     history: list[HistoryEvent] = Field(default_factory=list)
-    created_round: int | None = None
+    created_round: int | None = Field(None, description="round it was founded in")
     in_band: bool = Field(default=True, description="inside the success band (true until measured)")
 
 
@@ -217,30 +249,31 @@ class Mode(Record):
 class GenerationProgram(Record):
     """Ω: recreates a mode's difficulty in new scenes by varying one scene factor."""
 
-    mode_id: RecordId
-    parent_scene_id: OptionalRecordId = ""
-    parent_program: str = ""
+    mode_id: RecordId = Field(description="the mode whose difficulty it recreates")
+    parent_scene_id: OptionalRecordId = Field("", description="the scene it was derived from ('': none)")
+    parent_program: str = Field("", description="that scene's program")
     factor: SceneFactor = Field(description="scene factor to vary")
     variants: list[str] = Field(default_factory=list, description="variant programs or spec hashes")
-    compile_checks: list[CompileCheck] = Field(default_factory=list)
-    required_relations: list[Relation] = Field(default_factory=list)
-    roles: list[Role] = Field(default_factory=list)
-    family: OptionalFamily = ""
-    success_on_variants: float | None = None
+    compile_checks: list[CompileCheck] = Field(default_factory=list, description="checks of the variants")
+    required_relations: list[Relation] = Field(default_factory=list,
+                                               description="relations the bound objects must allow")
+    roles: list[Role] = Field(default_factory=list, description="the roles its objects play")
+    family: OptionalFamily = Field("", description="task family ('': any)")
+    success_on_variants: float | None = Field(None, description="policy success on the variants")
     in_pool: bool = Field(default=True, description="inside the success band (true until measured)")
 
 
 class TrainingProgram(Record):
     """Φ: subgoals, completion predicates, potential code and the learning tool for a mode."""
 
-    mode_id: RecordId
-    phase: Phase
-    subgoals: list[str] = Field(default_factory=list)
-    completion_predicates: list[str] = Field(default_factory=list)
-    potential_code: str = ""
-    learning_tool: Annotated[str, _choice(LEARNING_TOOLS, "learning tool")] = "awr_shaped"
+    mode_id: RecordId = Field(description="the mode it trains")
+    phase: Phase = Field(description="the diagnosed phase")
+    subgoals: list[str] = Field(default_factory=list, description="subgoals in execution order")
+    completion_predicates: list[str] = Field(default_factory=list, description="one per subgoal")
+    potential_code: str = Field("", description="the Text2potential program")
+    learning_tool: LearningTool = "awr_shaped"
     evidence: JsonDict = Field(default_factory=dict, description="before/after success, updates")
-    improved: bool | None = None
+    improved: bool | None = Field(None, description="training with it helped (none: not measured)")
 
 
 TABLES: dict[str, type[Record]] = {
@@ -278,6 +311,8 @@ def _column_type(name: str, annotation: Any) -> tuple[pa.DataType, bool]:
     """(arrow type, is_json) of one model field."""
     if name in VECTOR_FIELDS:
         return pa.list_(pa.float32(), EMBED_DIM), False
+    if isinstance(annotation, TypeAliasType):  # e.g. `RecordId`, `Phase`: the column type of what it names
+        return _column_type(name, annotation.__value__)
     if typing.get_origin(annotation) is Annotated:  # e.g. `RecordId | None`: the column type of the base type
         return _column_type(name, typing.get_args(annotation)[0])
     args = typing.get_args(annotation)

@@ -17,6 +17,43 @@ from pathlib import Path
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
+ABOUT = {
+    "engine": "System prompt of the data engine: write scene programs with the simulator SDK",
+    "critic": "System prompt of the failure critic: explain a failed rollout as one diagnosis (factor, phase, "
+              "cause)",
+    "compiler": "System prompt of the Text2potential compiler: write a potential program for a validated "
+                "diagnosis",
+    "round": "Run CoDA's co-evolution rounds yourself through the four servers' tools",
+}
+"""what each prompt is for (the MCP prompt description)"""
+
+ARGUMENTS = {
+    "categories": "the asset categories a program may use, '; '-separated, each with its kinds, split and mass "
+                  "range",
+    "examples": "example scene programs to imitate, separated by blank lines",
+    "factors": "the diagnosis factors δ to choose from, comma-separated, e.g. 'task, spatial, attribute, "
+               "execution'",
+    "phases": "the trajectory phases to choose from, comma-separated, e.g. 'approach, grasp, lift'",
+    "helpers": "the helpers a potential program may call, one '- h.name(signature): what it returns' line each",
+    "tools": "the learning tools a program may route to, comma-separated, e.g. 'bc, awr_shaped'",
+    "rounds": "number of co-evolution rounds to run, e.g. 2",
+    "families": "task families to work on, comma-separated: pick_place, stack, articulated, prep",
+    "max_turns": "most tool-using turns for the whole run, e.g. 60",
+    "demos_per_family": "planner demonstrations per family for the base policy, e.g. 200",
+    "sft_updates": "behaviour-cloning updates of the base policy, e.g. 1500",
+    "budget": "scenes to generate per round (the generation budget), e.g. 64",
+    "max_diagnoses": "most failed rollouts to diagnose per round, e.g. 8",
+    "context": "text appended after the prompt, e.g. the scene or the task at hand",
+}
+"""what to pass for each placeholder of the prompts (the MCP prompt argument descriptions)"""
+
+
+def argument_help(name: str, default: bool = False) -> str:
+    """The description of a prompt argument; `default`: the server fills it in when it is left out."""
+    text = ARGUMENTS.get(name, f"text that replaces {{{{{name}}}}} in the prompt")
+    return f"{text} (default: the server's own)" if default else text
+
+
 class PromptError(LookupError):
     """A prompt file is missing, or a placeholder has no value (or a value has no placeholder)."""
 

@@ -15,6 +15,7 @@ logged by the SDK with its traceback, and the client only sees the tool name.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import io
@@ -23,14 +24,16 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, EmptyResult, SetLevelRequestParams, ToolAnnotations
 from pydantic import BaseModel
 
 from servers.contract import MAX_IMAGE_BYTES, STATS_URI
@@ -87,14 +90,169 @@ class HandlerStats:
 _STATS: dict[int, HandlerStats] = {}
 
 
+class CodaServer(MCPServer):
+    """An MCPServer whose `tools/list` sends lean input schemas (`lean_schema`): what a model reads on every turn."""
+
+    async def list_tools(self):
+        return [t.model_copy(update={"input_schema": lean_schema(t.input_schema)}) for t in await super().list_tools()]
+
+
 def new_server(name: str, instructions: str) -> MCPServer:
-    """An MCPServer that logs to stderr at WARNING (stdout belongs to the stdio transport), with a
+    """An MCPServer that logs to stderr at WARNING (stdout belongs to the stdio transport), forwards its log
+    records to clients that ask with `logging/setLevel` (`serve_logging`), sends lean tool schemas, and has a
     `coda://stats` resource (tool calls served and seconds spent inside tool functions)."""
-    server = MCPServer(name, instructions=instructions, log_level="WARNING", version=_version())
+    server = CodaServer(name, instructions=instructions, log_level="WARNING", version=_version())
     stats = _STATS.setdefault(id(server), HandlerStats())
     server.resource(STATS_URI, name="stats", description="tool calls served and seconds inside tool functions",
                     mime_type="application/json")(lambda: json.dumps(stats.to_dict()))
+    serve_logging(server)
     return server
+
+
+# --- lean tool schemas ----------------------------------------------------------------------------------------
+
+_SCHEMA_MAPS = ("properties", "$defs", "patternProperties")
+"""schema keywords whose values map names to schemas (a property may itself be called 'title')"""
+_NULLABLE_KEEPS = {"const", "$ref", "anyOf", "oneOf", "allOf"}
+"""a nullable branch with one of these stays an `anyOf` (they would refuse null as `type: [T, "null"]`; an
+`enum` gets null added)"""
+
+
+def lean_schema(schema: dict) -> dict:
+    """The same JSON schema in fewer tokens: no pydantic titles (they restate the property names), no
+    `default: null` (an optional nullable property says it), `anyOf: [{type: T, ...}, {type: null}]` as
+    `type: [T, "null"]`, and `$defs` used once put back in place."""
+    defs = schema.get("$defs") or {}
+    uses: dict[str, int] = {}
+    _count_refs(schema, uses)
+    once = {name: d for name, d in defs.items() if uses.get(name) == 1 and f'"#/$defs/{name}"' not in json.dumps(d)}
+    if once:
+        schema = {k: v for k, v in _inline(schema, once).items() if k != "$defs"}
+        if len(once) < len(defs):
+            schema["$defs"] = {k: v for k, v in defs.items() if k not in once}
+    return _lean(schema)
+
+
+def _lean(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_lean(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: ({n: _lean(s) for n, s in v.items()} if k in _SCHEMA_MAPS and isinstance(v, dict) else _lean(v))
+           for k, v in node.items() if k != "title" and not (k == "default" and v is None)}
+    alts = out.get("anyOf")
+    if isinstance(alts, list) and len(alts) == 2 and {"type": "null"} in alts:
+        other = alts[1] if alts[0] == {"type": "null"} else alts[0]
+        if isinstance(other.get("type"), str) and not _NULLABLE_KEEPS & set(other):
+            rest = {k: v for k, v in out.items() if k != "anyOf"}
+            out = {**other, **rest, "type": [other["type"], "null"]}
+            if "enum" in other:
+                out["enum"] = [*other["enum"], None]
+    return out
+
+
+def _count_refs(node: Any, uses: dict[str, int]) -> None:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            uses[ref[8:]] = uses.get(ref[8:], 0) + 1
+        for v in node.values():
+            _count_refs(v, uses)
+    elif isinstance(node, list):
+        for v in node:
+            _count_refs(v, uses)
+
+
+def _inline(node: Any, defs: dict[str, dict]) -> Any:
+    if isinstance(node, list):
+        return [_inline(x, defs) for x in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref[8:] in defs and ref.startswith("#/$defs/"):
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        return {**_inline(defs[ref[8:]], defs), **rest}
+    return {k: _inline(v, defs) for k, v in node.items()}
+
+
+# --- logging to the client ------------------------------------------------------------------------------------
+# The MCP logging capability (`logging/setLevel`, `notifications/message`) is deprecated as of protocol 2026-07-28
+# (SEP-2577; the SDK warns when it is passed as `on_set_logging_level`), and 2026 clients opt in per request
+# instead. Handshake-era clients (protocol ≤ 2025-11-25: Claude Desktop, the MCP Inspector, the conformance suite)
+# still use it, and issue 21 asks for it, so it is registered through the lowlevel `add_request_handler`, as the
+# SDK's docs advise for re-providing it to those clients; 2026 clients never reach it (the SDK answers
+# METHOD_NOT_FOUND for it at their protocol version).
+
+FORWARDED_LOGGERS = ("coda", "servers", "sim", "policy", "memory_store")
+"""the project's loggers, whose records go to the clients that asked for them"""
+MCP_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": 25, "warning": logging.WARNING,
+              "error": logging.ERROR, "critical": logging.CRITICAL, "alert": 55, "emergency": 60}
+"""MCP (RFC 5424) log levels as Python level numbers; notice, alert and emergency have no Python name"""
+
+
+def mcp_level(levelno: int) -> str:
+    """The MCP level of a Python level number: the most severe level at or below it."""
+    return max((v, k) for k, v in MCP_LEVELS.items() if v <= max(levelno, logging.DEBUG))[1]
+
+
+class ClientLog(logging.Handler):
+    """Sends the project's log records to each client connection at or above the level it set with
+    `logging/setLevel`, as `notifications/message` (the record's message and logger name; never a traceback,
+    which stays in the server's own log). A connection that set no level gets nothing (the spec lets the server
+    decide; nothing unasked is the quiet choice). One handler per process, installed on `FORWARDED_LOGGERS` at
+    the first `logging/setLevel`.
+
+    To let records below a logger's level exist at all, a client's level lowers those loggers' levels (never
+    raises them): the server's stderr log then shows those records too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._clients: weakref.WeakKeyDictionary[Any, tuple[int, asyncio.AbstractEventLoop]] = (
+            weakref.WeakKeyDictionary())
+        self._lock = threading.Lock()
+
+    def set_level(self, connection: Any, level: str, loop: asyncio.AbstractEventLoop) -> None:
+        threshold = MCP_LEVELS[level]
+        with self._lock:
+            self._clients[connection] = (threshold, loop)
+        for name in FORWARDED_LOGGERS:
+            logger = logging.getLogger(name)
+            if self not in logger.handlers:
+                logger.addHandler(self)
+            if logger.getEffectiveLevel() > threshold:
+                logger.setLevel(threshold)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._lock:
+            targets = [(c, loop) for c, (threshold, loop) in self._clients.items() if record.levelno >= threshold]
+        if not targets:
+            return
+        try:
+            params = {"level": mcp_level(record.levelno), "logger": record.name, "data": record.getMessage()}
+        except Exception:  # noqa: BLE001 - a malformed record (bad % arguments): logging's own error report
+            self.handleError(record)
+            return
+        for connection, loop in targets:
+            try:  # from any thread: tool threads, job threads or the event loop itself; never waits
+                asyncio.run_coroutine_threadsafe(connection.notify("notifications/message", params), loop)
+            except RuntimeError:  # the connection's event loop is closed: the client is gone
+                with self._lock:
+                    self._clients.pop(connection, None)
+
+
+CLIENT_LOG = ClientLog()
+
+
+def serve_logging(server: MCPServer) -> None:
+    """Declare the logging capability and answer `logging/setLevel` (records then go to that client)."""
+
+    async def set_level(ctx, params: SetLevelRequestParams) -> EmptyResult:
+        # the session object lives for one request; its connection (no public accessor in SDK 2.3) for the
+        # connection's life: records go to its standalone channel, keyed weakly (a closed session leaves nothing)
+        CLIENT_LOG.set_level(ctx.session._connection, params.level, asyncio.get_running_loop())
+        return EmptyResult()
+
+    server._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
 
 
 def program_caller(ctx):
@@ -126,8 +284,15 @@ def unexpected_error_text(name: str, exc: Exception) -> str:
             "message and traceback stay in the server's log")
 
 
+def tool_title(name: str) -> str:
+    """A tool's title from its name: `create_scene` -> "Create scene"."""
+    return name.replace("_", " ").capitalize()
+
+
 def tool(server: MCPServer, annotations: ToolAnnotations, *, title: str | None = None):
-    """Register a typed function as a tool; expected library errors become `is_error` results."""
+    """Register a typed function as a tool: described by its docstring on one line, titled `title` (default:
+    `tool_title` of its name) in the tool and in its annotations (where clients before protocol 2025-06-18 read
+    it); expected library errors become `is_error` results."""
 
     stats = _STATS.setdefault(id(server), HandlerStats())
 
@@ -164,7 +329,9 @@ def tool(server: MCPServer, annotations: ToolAnnotations, *, title: str | None =
                 finally:
                     stats.add(time.perf_counter() - t0)
 
-        server.add_tool(wrapper, title=title, annotations=annotations)
+        shown = title or tool_title(fn.__name__)
+        server.add_tool(wrapper, title=shown, description=" ".join((fn.__doc__ or "").split()),
+                        annotations=annotations.model_copy(update={"title": shown}))
         return fn
 
     return decorate
@@ -209,18 +376,42 @@ def image_content(png: bytes) -> Image:
 # --- prompts ----------------------------------------------------------------------------------------------
 
 
-def load_prompts(server: MCPServer, directory: Path | None = None) -> list[str]:
-    """Serve every prompt of the `prompts` package (or every `*.md` in `directory`) as a prompt named after its
-    file (none there: none served).
+class CodaPrompt(Prompt):
+    """A prompt whose bad arguments are one INVALID_PARAMS error naming them and the valid ones (the SDK's own
+    check answers a generic error)."""
 
-    Each `{{name}}` placeholder becomes a required prompt argument; an optional `context` argument is appended
-    after the text. Files that cannot be read are skipped with a warning."""
+    async def render(self, arguments, context):
+        given = set(arguments or {})
+        valid = [a.name + ("" if a.required else " (optional)") for a in self.arguments or []]
+        missing = [a.name for a in self.arguments or [] if a.required and a.name not in given]
+        unknown = sorted(given - {a.name for a in self.arguments or []})
+        if missing or unknown:
+            what = (f"needs argument(s) {', '.join(missing)}" if missing else
+                    f"has no argument(s) {', '.join(unknown)}")
+            raise MCPError(INVALID_PARAMS, f"prompt {self.name!r} {what}; its arguments: {', '.join(valid)}")
+        return await super().render(arguments, context)
+
+
+def load_prompts(server: MCPServer, directory: Path | None = None, *, only: Sequence[str] | None = None,
+                 defaults: dict[str, Callable[[], str]] | None = None) -> list[str]:
+    """Serve the prompts of the `prompts` package named in `only` (default: every one; or every `*.md` in
+    `directory`), each named after its file and described by `prompts.ABOUT` (else its first line).
+
+    Each `{{name}}` placeholder becomes a prompt argument described by `prompts.ARGUMENTS`; it is required
+    unless `defaults` gives its value (a function called when the prompt is rendered). An optional `context`
+    argument is appended after the text. Files that cannot be read are skipped with a warning."""
     import prompts
 
-    names = []
+    defaults = defaults or {}
     found = prompts.available(directory)
+    if only is not None:
+        unknown = sorted(set(only) - set(found))
+        if unknown:
+            raise ValueError(f"no prompt(s) {unknown}; available: {', '.join(found) or 'none'}")
+        found = [n for n in found if n in only]
     if not found:
         log.info("no prompts in %s; serving no prompts", directory or "the prompts package")
+    names = []
     for name in found:
         try:
             text = prompts.load_prompt(name, directory)
@@ -231,12 +422,17 @@ def load_prompts(server: MCPServer, directory: Path | None = None) -> list[str]:
         first = next((ln.strip("# ").strip() for ln in text.splitlines() if ln.strip()), name)
 
         def render(_text: str = text, context: str = "", **values: str) -> str:
-            body = prompts.PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), _text)
+            filled = {k: (values[k] if k in values else defaults[k]()) for k in prompts.placeholders(_text)
+                      if k in values or k in defaults}
+            body = prompts.PLACEHOLDER.sub(lambda m: str(filled.get(m.group(1), m.group(0))), _text)
             return body if not context else f"{body.rstrip()}\n\n{context}"
 
-        arguments = [PromptArgument(name=k, description=f"value for {{{{{k}}}}}", required=True) for k in keys]
-        arguments.append(PromptArgument(name="context", description="text appended after the prompt"))
-        server.add_prompt(Prompt(name=name, description=first[:200], arguments=arguments, fn=render))
+        arguments = [PromptArgument(name=k, description=prompts.argument_help(k, default=k in defaults),
+                                    required=k not in defaults) for k in keys]
+        arguments.append(PromptArgument(name="context", description=prompts.argument_help("context")))
+        about = prompts.ABOUT.get(name) if directory is None else None
+        server.add_prompt(CodaPrompt(name=name, description=about or first[:200],
+                                     arguments=arguments, fn=render))
         names.append(name)
     return names
 

@@ -242,7 +242,7 @@ def register_job_tools(server: MCPServer, jobs: JobManager) -> None:
         job_id: JobId,
         ctx: Context,
         timeout_s: Annotated[
-            float, Field(description=f"seconds to wait at most (≤ {MAX_WAIT_S:g}); call again if unfinished", gt=0,
+            float, Field(description="seconds to wait at most; call again if unfinished", gt=0,
                          le=MAX_WAIT_S)
         ] = 30.0,
     ) -> JobStatus:

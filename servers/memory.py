@@ -5,29 +5,32 @@ writer of `run_dir/memory` while it runs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
+from pydantic.json_schema import SkipJsonSchema
 
 from memory_store.allocate import UCB_C
 from memory_store.allocate import allocate_evenly as even_allocation
 from memory_store.programs import MAX_BINDINGS
 from memory_store.programs import bind_roles as bind_program_roles
 from memory_store.schema import (
-    RECORD_ID_PATTERN,
     Diagnosis,
     DiagnosisFactor,
     Evidence,
     Family,
     GenerationProgram,
+    ModeStatus,
     Phase,
+    Record,
     RecordId,
     Relation,
     Role,
     RolloutRecord,
     SceneRecord,
     TrainingProgram,
+    now_iso,
 )
 from memory_store.service import (
     AllocationResult,
@@ -62,18 +65,13 @@ allocate a round's generation budget over modes; store and retrieve generation p
 per mode; bind a generation program's roles to a new scene's objects; update hardness and learning progress; export the memory. Writes are idempotent by record id unless the
 tool says otherwise."""
 
-ModeId = Annotated[str, Field(description="difficulty mode id (from record_diagnosis or list_modes)",
-                              pattern=RECORD_ID_PATTERN)]
+ModeId = Annotated[RecordId, Field(description="difficulty mode id (from record_diagnosis or list_modes)")]
 Round = Annotated[int | None, Field(description="co-evolution round", ge=0)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
-FactorName = Literal[DIAGNOSIS_FACTORS]  # type: ignore[valid-type]
-PhaseName = Literal[PHASES]  # type: ignore[valid-type]
-Limit = Annotated[int, Field(description=f"most items returned (≤ {MAX_PAGE})", ge=1, le=MAX_PAGE)]
+Limit = Annotated[int, Field(description="most items returned", ge=1, le=MAX_PAGE)]
 
 
-class BindingObject(BaseModel):
-    """A scene object as a role-binding candidate (as the sim server's scene_objects lists them)."""
-
+class BindingObject(BaseModel):  # a role-binding candidate, as the sim server's scene_objects lists it
     name: str = Field(description="object name, distinct within the scene", max_length=128)
     role: str | None = Field(None, description="the object's own role in its scene (an exact match binds first)",
                              max_length=32)
@@ -87,17 +85,29 @@ class DiagnosisIn(BaseModel):
     """A failure diagnosis ψ = (δ factor, phase, cause, evidence) of a scene's rollouts."""
 
     id: RecordId = Field(description="unique id; recording the same id again is a no-op")
-    scene_id: RecordId
-    rollout_ids: list[RecordId] = Field(default_factory=list, max_length=MAX_BATCH)
-    factor: DiagnosisFactor = Field(description="δ: task, spatial, attribute or execution")
-    phase: Phase = Field(description="trajectory phase: approach, grasp, lift, transport, place, release, ...")
-    cause: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the cause in natural language")
+    scene_id: RecordId = Field(description="the diagnosed scene: recorded with record_scene, or a sim scene_id")
+    rollout_ids: list[RecordId] = Field(default_factory=list, max_length=MAX_BATCH,
+                                        description="the failed rollouts it explains")
+    factor: DiagnosisFactor = Field(description="δ, the scene factor the failure comes from")
+    phase: Phase = Field(description="trajectory phase where the failure arose")
+    cause: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the cause in words")
     evidence: Evidence = Field(default_factory=Evidence)
-    run_id: str = ""
-    round: int | None = None
+    run_id: str = Field("", description="the run that wrote it")
+    round: int | None = Field(None, description="co-evolution round")
 
 
-class SceneIn(SceneRecord):
+def as_input(model: type[Record]) -> type[Record]:
+    """A record model as a tool argument: `created_at` is the server's to set, so it is not shown to clients."""
+    return create_model(model.__name__, __base__=model, __doc__=model.__doc__,
+                        created_at=(SkipJsonSchema[str], Field(default_factory=now_iso)))
+
+
+RolloutIn = as_input(RolloutRecord)
+GenerationProgramIn = as_input(GenerationProgram)
+TrainingProgramIn = as_input(TrainingProgram)
+
+
+class SceneIn(as_input(SceneRecord)):
     """A scene record; for a scene the sim server stored (same id), family, program and spec may be left out."""
 
     family: Family | None = Field(None, description="task family (default: the stored scene's)")
@@ -118,40 +128,41 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         return svc.record_scene(scene)
 
     @tool(mcp, WRITES_IDEMPOTENT)
-    def record_rollout(rollout: Annotated[RolloutRecord, Field(description="one rollout's summary")]) -> Written:
-        """Store one rollout summary (by id)."""
-        return svc.put([rollout])
-
-    @tool(mcp, WRITES_IDEMPOTENT)
     def record_rollouts(
-        rollouts: Annotated[list[RolloutRecord], Field(description="rollout summaries", min_length=1,
-                                                       max_length=MAX_BATCH)],
+        rollouts: Annotated[list[RolloutIn], Field(description="rollout summaries, e.g. collect_rollouts' result "
+                                                   "rows as they are", min_length=1, max_length=MAX_BATCH)],
     ) -> Written:
-        """Store a batch of rollout summaries (by id, one commit)."""
-        return svc.put(list(rollouts))
+        """Store rollout summaries (by id, one commit)."""
+        return svc.put([RolloutRecord.model_validate(r.model_dump()) for r in rollouts])
+
+    def known_scene(scene_id: str) -> bool:
+        """A scene of this memory or of the run's scene store."""
+        return svc.store.get("scenes", scene_id) is not None or scene_id in scene_ids(run_dir)
 
     @tool(mcp, WRITES_IDEMPOTENT)
     def record_diagnosis(diagnosis: DiagnosisIn) -> DiagnosisRecorded:
         """Store a failure diagnosis and cluster it into a difficulty mode (new or existing)."""
+        if not known_scene(diagnosis.scene_id):
+            raise LookupError(f"diagnosis.scene_id: unknown scene {diagnosis.scene_id!r}; record it with "
+                              "record_scene first, or give a scene_id of the sim server")
         return svc.record_diagnosis(Diagnosis(**diagnosis.model_dump()))
 
     @tool(mcp, READ_ONLY)
     def search_diagnoses(
         query: Annotated[str, Field(description="a cause in words", min_length=1, max_length=MAX_TEXT_CHARS)],
-        k: Annotated[int, Field(description=f"results (≤ {MAX_K})", ge=1, le=MAX_K)] = 10,
-        factor: Annotated[FactorName | None, Field(description="only this factor δ")] = None,
-        phase: Annotated[PhaseName | None, Field(description="only this phase")] = None,
-        mode_id: Annotated[str | None, Field(description="only this mode", pattern=RECORD_ID_PATTERN)] = None,
+        k: Annotated[int, Field(description="results wanted", ge=1, le=MAX_K)] = 10,
+        factor: Annotated[DiagnosisFactor | None, Field(description="only this factor δ")] = None,
+        phase: Annotated[Phase | None, Field(description="only this phase")] = None,
+        mode_id: Annotated[RecordId | None, Field(description="only this mode")] = None,
     ) -> list[DiagnosisHit]:
         """The k diagnoses whose causes are most similar to the query (filtered)."""
         return svc.search(query, k, factor, phase, mode_id)
 
     @tool(mcp, READ_ONLY)
     def list_modes(
-        status: Annotated[Literal["candidate", "validated", "refuted"] | None, Field(description="only this status")
-                          ] = None,
-        factor: Annotated[FactorName | None, Field(description="only this factor δ")] = None,
-        phase: Annotated[PhaseName | None, Field(description="only this phase")] = None,
+        status: Annotated[ModeStatus | None, Field(description="only this status")] = None,
+        factor: Annotated[DiagnosisFactor | None, Field(description="only this factor δ")] = None,
+        phase: Annotated[Phase | None, Field(description="only this phase")] = None,
         offset: Annotated[int, Field(ge=0)] = 0,
         limit: Limit = 50,
     ) -> list[ModeSummary]:
@@ -181,7 +192,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     @tool(mcp, READ_ONLY)
     def allocate_evenly(
         budget: Annotated[int, Field(description="generation units this round", ge=0, le=MAX_BUDGET)],
-        mode_ids: Annotated[list[Annotated[str, Field(pattern=RECORD_ID_PATTERN)]], Field(
+        mode_ids: Annotated[list[RecordId], Field(
             description="the modes to target (e.g. those diagnosed last round); none: the whole budget is novel",
             max_length=MAX_BATCH)],
         eps_novel: Annotated[Fraction, Field(description="share for novel environments")] = EPS_NOVEL,
@@ -192,9 +203,9 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         return AllocationResult(**plan.to_dict(), visits_recorded=False)
 
     @tool(mcp, WRITES_IDEMPOTENT)
-    def put_generation_program(program: GenerationProgram) -> Written:
+    def put_generation_program(program: GenerationProgramIn) -> Written:
         """Store a generation program Ω of a mode (by id)."""
-        return svc.put([program])
+        return svc.put([GenerationProgram.model_validate(program.model_dump())])
 
     @tool(mcp, READ_ONLY)
     def get_generation_programs(
@@ -207,13 +218,12 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
 
     @tool(mcp, READ_ONLY)
     def bind_roles(
-        roles: Annotated[list[Role], Field(description="a generation program's roles, distinct (its 'roles')",
-                                           max_length=len(ROLES))],
+        roles: Annotated[list[Role], Field(description="the program's roles, distinct", max_length=len(ROLES))],
         objects: Annotated[list[BindingObject], Field(description="the new scene's objects (sim: scene_objects)",
                                                       max_length=MAX_BATCH)],
         relations: Annotated[list[Relation], Field(description="relations the bound objects must allow (the "
                                                    "program's 'required_relations')", max_length=16)] = [],  # noqa: B006 - pydantic copies defaults
-        max_bindings: Annotated[int, Field(description=f"most bindings returned (≤ {MAX_BINDINGS})", ge=1,
+        max_bindings: Annotated[int, Field(description="most bindings returned", ge=1,
                                            le=MAX_BINDINGS)] = MAX_BINDINGS,
     ) -> list[dict[str, str]]:
         """Bind a generation program's roles to a new scene's objects: up to max_bindings {role: object} maps of
@@ -221,14 +231,14 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         return bind_program_roles(roles, relations, [o.model_dump(exclude_unset=True) for o in objects], max_bindings)
 
     @tool(mcp, WRITES_IDEMPOTENT)
-    def put_training_program(program: TrainingProgram) -> Written:
+    def put_training_program(program: TrainingProgramIn) -> Written:
         """Store a training program Φ of a mode (by id)."""
-        return svc.put([program])
+        return svc.put([TrainingProgram.model_validate(program.model_dump())])
 
     @tool(mcp, READ_ONLY)
     def get_training_programs(
-        mode_id: Annotated[str | None, Field(description="only this mode", pattern=RECORD_ID_PATTERN)] = None,
-        phase: Annotated[PhaseName | None, Field(description="only this phase")] = None,
+        mode_id: Annotated[RecordId | None, Field(description="only this mode")] = None,
+        phase: Annotated[Phase | None, Field(description="only this phase")] = None,
         improved: Annotated[bool | None, Field(description="only programs that did (or did not) help")] = None,
         limit: Limit = 50,
     ) -> list[TrainingProgram]:
@@ -241,8 +251,8 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         before: Annotated[Fraction, Field(description="success rate on the mode before training")],
         after: Annotated[Fraction, Field(description="success rate after training")],
         round: Round = None,
-        training_program_id: Annotated[str | None, Field(description="training program used (records its outcome)",
-                                                         pattern=RECORD_ID_PATTERN)] = None,
+        training_program_id: Annotated[RecordId | None, Field(
+            description="training program used (records its outcome)")] = None,
         updates: Annotated[int, Field(description="policy updates made", ge=0)] = 0,
     ) -> ModeSummary:
         """Fold a training outcome (after − before) into the mode's importance w."""
@@ -266,7 +276,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     @tool(mcp, OVERWRITES)
     def set_mode_status(
         mode_id: ModeId,
-        status: Annotated[Literal["candidate", "validated", "refuted"], Field(description="new status")],
+        status: Annotated[ModeStatus, Field(description="new status")],
         reason: Annotated[str, Field(description="why (kept in the mode's history)", max_length=MAX_TEXT_CHARS)] = "",
         round: Round = None,
     ) -> ModeSummary:
@@ -297,7 +307,8 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     def mode_resource(mode_id: str) -> str:
         return to_json(svc.mode_detail(mode_id))
 
-    load_prompts(mcp)
+    load_prompts(mcp, only=("critic",), defaults={"factors": lambda: ", ".join(DIAGNOSIS_FACTORS),
+                                                  "phases": lambda: ", ".join(PHASES)})
     add_completions(mcp, {"mode_id": lambda: [m.id for m in svc.list_modes(limit=10_000)],
                           "scene_id": lambda: scene_ids(run_dir)})
     return mcp

@@ -66,7 +66,7 @@ def build_server(run_dir: Path) -> MCPServer:
             Literal["any", "graspable", "container", "surface", "articulated"], Field(description="only this kind")
         ] = "any",
         offset: Annotated[int, Field(description="first item of the page", ge=0)] = 0,
-        limit: Annotated[int, Field(description=f"items per page (≤ {MAX_PAGE})", ge=1, le=MAX_PAGE)] = 50,
+        limit: Annotated[int, Field(description="items per page", ge=1, le=MAX_PAGE)] = 50,
     ) -> AssetPage:
         """Asset categories with instance counts, kind, size and split (paged)."""
         return listing.list_assets(tag, split, kind, offset, limit)
@@ -114,7 +114,7 @@ def build_server(run_dir: Path) -> MCPServer:
     @tool(mcp, READ_ONLY)
     def list_scenes(
         offset: Annotated[int, Field(description="first item of the page", ge=0)] = 0,
-        limit: Annotated[int, Field(description=f"items per page (≤ {MAX_PAGE})", ge=1, le=MAX_PAGE)] = 50,
+        limit: Annotated[int, Field(description="items per page", ge=1, le=MAX_PAGE)] = 50,
     ) -> ScenePage:
         """Stored scenes of this run, newest first (paged)."""
         return store.list(offset, limit)
@@ -125,7 +125,7 @@ def build_server(run_dir: Path) -> MCPServer:
         cameras: Annotated[
             list[Literal["front", "side"]], Field(description="cameras, side by side", min_length=1, max_length=2)
         ] = ["front", "side"],  # noqa: B006 - pydantic copies defaults
-        size: Annotated[int, Field(description=f"pixels per camera side (≤ {MAX_IMAGE_PX})", ge=32, le=MAX_IMAGE_PX)
+        size: Annotated[int, Field(description="pixels per camera side", ge=32, le=MAX_IMAGE_PX)
                         ] = 256,
     ) -> Image:
         """Render a scene at rest to an image (PNG, under 1 MB)."""
@@ -251,6 +251,7 @@ def build_server(run_dir: Path) -> MCPServer:
     def scene_resource(scene_id: str) -> str:
         return to_json(store.detail(scene_id).spec)
 
-    load_prompts(mcp)
+    load_prompts(mcp, only=("engine",), defaults={"categories": lambda: programs.program_reference()["categories"],
+                                                  "examples": lambda: programs.program_reference()["examples"]})
     add_completions(mcp, {"scene_id": store.ids})
     return mcp

@@ -93,6 +93,9 @@ def build_server(run_dir: Path) -> MCPServer:
         with program_caller(ctx):
             return verifier.check_potential(source, scene_id, trace_ids, planner_demo, every)
 
-    load_prompts(mcp)
+    from sim.engine import programs
+
+    load_prompts(mcp, only=("compiler",), defaults={"helpers": lambda: programs.potential_reference()["helpers"],
+                                                    "tools": lambda: programs.potential_reference()["tools"]})
     add_completions(mcp, {"scene_id": verifier.store.ids})
     return mcp

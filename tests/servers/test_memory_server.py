@@ -11,10 +11,12 @@ from mcp_testing import err, ok
 
 from memory_store.embed import HashingEmbedder
 from servers.memory import build_server
+from sim.families import sample_spec
 from sim.scene_store import SceneStore
 
-WRITE_TOOLS = {"record_scene", "record_rollout", "record_rollouts", "record_diagnosis", "put_generation_program",
-               "put_training_program"}
+WRITE_TOOLS = {"record_scene", "record_rollouts", "record_diagnosis", "put_generation_program", "put_training_program"}
+SCENE = sample_spec("stack", 0).spec_hash()
+"""the scene the `server` fixture stores in the run's scene store (diagnoses need a known scene)"""
 
 
 def run(coro):
@@ -23,10 +25,11 @@ def run(coro):
 
 @pytest.fixture
 def server(tmp_path):
+    assert SceneStore(tmp_path).sample("stack", 0).scene_id == SCENE
     return build_server(tmp_path, embedder=HashingEmbedder())
 
 
-def diagnosis(i: int, cause: str, scene_id: str = "s1", **kw) -> dict:
+def diagnosis(i: int, cause: str, scene_id: str = SCENE, **kw) -> dict:
     return {"diagnosis": {"id": f"d{i}", "scene_id": scene_id, "factor": "spatial", "phase": "grasp",
                           "cause": cause, "round": 1, **kw}}
 
@@ -60,7 +63,7 @@ def test_records_modes_and_search(server, tmp_path):
             assert again["inserted"] == 0 and again["updated"] == 1
             rollout = {"id": "r1", "scene_id": scene_id, "policy_id": "p0", "success": False, "steps": 80,
                        "episode_return": 0.0, "seed": 0, "phase_reached": "grasp"}
-            assert (await ok(c, "record_rollout", {"rollout": rollout}))["inserted"] == 1
+            assert (await ok(c, "record_rollouts", {"rollouts": [rollout]}))["inserted"] == 1
             batch = [{**rollout, "id": f"r{i}", "success": i % 2 == 0} for i in range(2, 6)]
             assert (await ok(c, "record_rollouts", {"rollouts": batch}))["inserted"] == 4
 
@@ -182,8 +185,8 @@ def test_allocation_programs_progress_status_export(server, tmp_path):
 def test_malformed_records_name_the_field(server):
     async def main():
         async with Client(server) as c:
-            text = await err(c, "record_rollout", {"rollout": {"id": "r1", "scene_id": "s"}})
-            assert "rollout.policy_id" in text and "rollout.success" in text
+            text = await err(c, "record_rollouts", {"rollouts": [{"id": "r1", "scene_id": "s"}]})
+            assert "rollouts.0.success" in text and "rollouts.0.steps" in text and "policy_id" not in text
             text = await err(c, "record_diagnosis", diagnosis(1, "x", factor="mood"))
             assert "diagnosis.factor" in text and "spatial" in text
             assert "k" in await err(c, "search_diagnoses", {"query": "x", "k": 1000})
@@ -203,7 +206,7 @@ def test_servers_of_two_run_dirs_share_one_memory_uri(tmp_path):
 
     async def main():
         async with Client(a) as ca, Client(b) as cb:
-            assert (await ok(ca, "record_rollout", {"rollout": rollout}))["inserted"] == 1
+            assert (await ok(ca, "record_rollouts", {"rollouts": [rollout]}))["inserted"] == 1
             return await ok(cb, "memory_status", {})
 
     status = asyncio.run(main())
@@ -228,8 +231,8 @@ def test_ids_from_clients_follow_the_documented_pattern(server, tmp_path):
                     ("record_scene", {"scene": {"id": bad, "family": "stack", "program": "p"}}, "scene.id"),
                     ("record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p", "mode_id": bad}},
                      "scene.mode_id"),
-                    ("record_rollout", {"rollout": {**rollout, "id": bad}}, "rollout.id"),
-                    ("record_rollout", {"rollout": {**rollout, "scene_id": bad}}, "rollout.scene_id"),
+                    ("record_rollouts", {"rollouts": [{**rollout, "id": bad}]}, "rollouts.0.id"),
+                    ("record_rollouts", {"rollouts": [{**rollout, "scene_id": bad}]}, "rollouts.0.scene_id"),
                     ("record_rollouts", {"rollouts": [rollout, {**rollout, "id": bad}]}, "rollouts.1.id"),
                     ("record_diagnosis", diagnosis(2, "x", id=bad), "diagnosis.id"),
                     ("record_diagnosis", diagnosis(2, "x", scene_id=bad), "diagnosis.scene_id"),
@@ -254,7 +257,7 @@ def test_ids_from_clients_follow_the_documented_pattern(server, tmp_path):
             status = await ok(c, "memory_status", {})
             assert status["rows"] == {"scenes": 0, "rollouts": 0, "diagnoses": 1, "modes": 1,
                                       "generation_programs": 0, "training_programs": 0}
-            assert (await ok(c, "record_rollout", {"rollout": rollout}))["inserted"] == 1  # policy ids may hold '@'
+            assert (await ok(c, "record_rollouts", {"rollouts": [rollout]}))["inserted"] == 1  # ids may hold '@'
             with pytest.raises(Exception, match="not a valid id"):
                 await c.read_resource("memory://modes/a' OR '1'='1")
 
@@ -269,12 +272,12 @@ def test_non_finite_numbers_are_refused(server, tmp_path):
     async def main():
         async with Client(server) as c:
             for bad in ("NaN", "Infinity", "-inf"):  # strings: JSON has no NaN literal, pydantic reads them as floats
-                assert "rollout.episode_return" in await err(
-                    c, "record_rollout", {"rollout": {**rollout, "episode_return": bad}})
+                assert "rollouts.0.episode_return" in await err(
+                    c, "record_rollouts", {"rollouts": [{**rollout, "episode_return": bad}]})
                 assert "scene.success_rate" in await err(
                     c, "record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p", "success_rate": bad}})
             assert (await ok(c, "memory_status", {}))["rows"]["rollouts"] == 0
-            await ok(c, "record_rollout", {"rollout": rollout})
+            await ok(c, "record_rollouts", {"rollouts": [rollout]})
             await ok(c, "export_memory", {"directory": "exports/m"})
 
     run(main())
@@ -303,7 +306,7 @@ def test_export_is_confined_to_a_subfolder(server, tmp_path):
             assert (await ok(c, "export_memory", {"directory": "my-export"}))["directory"] == "my-export"
 
     run(main())
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["exports", "link", "memory", "my-export"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exports", "link", "memory", "my-export", "scenes", "traces"]
     assert not list(outside.iterdir())
 
 
@@ -361,3 +364,44 @@ def test_record_scene_fills_family_and_program_from_the_stored_scene(tmp_path):
     spec = SceneStore(tmp_path).spec(stored.scene_id)
     assert (got.family, got.program, got.spec_hash) == ("stack", to_program(spec), stored.scene_id)
     assert other.program == "x = 1"
+
+
+def test_record_rollouts_stores_collect_rollouts_rows_as_they_are(server, tmp_path):
+    """A row of the trainer's collect_rollouts result (rollout_id, scene_id, success, steps) is a rollout record;
+    the fields it lacks get their documented defaults, derived from what is given."""
+    from memory_store.store import MemoryStore
+
+    rows = [{"rollout_id": "r0-0-7-0000-abcd1234", "scene_id": SCENE, "success": True, "steps": 41},
+            {"rollout_id": "r0-0-7-0001-abcd1234", "scene_id": SCENE, "success": False, "steps": 120}]
+
+    async def main():
+        async with Client(server) as c:
+            await ok(c, "record_rollouts", {"rollouts": [{**rows[0], "run_id": "run", "round": 2}, rows[1]]})
+            given = {"id": "r9", "scene_id": SCENE, "success": False, "steps": 5, "policy_id": "p", "seed": 3,
+                     "episode_return": 0.25, "phase_reached": "lift"}
+            await ok(c, "record_rollouts", {"rollouts": [given]})
+            assert "rollouts.0" in await err(c, "record_rollouts", {"rollouts": [{**rows[0], "id": "other"}]})
+
+    run(main())
+    store = MemoryStore.open(tmp_path / "memory", embedder=HashingEmbedder())
+    won, lost, given = (store.get("rollouts", i) for i in ("r0-0-7-0000-abcd1234", "r0-0-7-0001-abcd1234", "r9"))
+    assert (won.policy_id, won.episode_return, won.seed, won.phase_reached) == ("run@r2", 1.0, None, "other")
+    assert (lost.policy_id, lost.episode_return, lost.steps) == ("", 0.0, 120)
+    assert (given.policy_id, given.episode_return, given.seed, given.phase_reached) == ("p", 0.25, 3, "lift")
+
+
+def test_record_diagnosis_refuses_an_unknown_scene(server):
+    """A diagnosis must be of a scene the run knows (recorded in memory or stored by the sim server); an unknown
+    scene_id is an error naming the argument, and no mode is created for it."""
+
+    async def main():
+        async with Client(server) as c:
+            message = await err(c, "record_diagnosis", diagnosis(1, "misses the handle", scene_id="nowhere"))
+            assert "diagnosis.scene_id" in message and "'nowhere'" in message and "record_scene" in message
+            assert (await ok(c, "memory_status", {}))["rows"]["modes"] == 0
+            await ok(c, "record_scene", {"scene": {"id": "mine", "family": "stack", "program": "p"}})
+            assert (await ok(c, "record_diagnosis", diagnosis(2, "misses the handle", scene_id="mine")))["created_mode"]
+            assert (await ok(c, "record_diagnosis", diagnosis(3, "drops the cup", phase="lift")))["created_mode"]
+            assert (await ok(c, "memory_status", {}))["rows"]["modes"] == 2
+
+    run(main())
