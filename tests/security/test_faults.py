@@ -259,6 +259,7 @@ def test_memory_server_on_a_read_only_run_directory(tmp_path):
     try:
         with SyncClient(build_server(scratch.path, embedder=HashingEmbedder())) as client:
             assert not client.call("record_rollouts", {"rollouts": [_rollout(1), _rollout(2)]}).is_error
+            assert not client.call("record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p"}}).is_error
             scratch.read_only()
             writes = {
                 "record_rollouts": {"rollouts": [_rollout(3), _rollout(4), _rollout(5)]},
@@ -273,7 +274,7 @@ def test_memory_server_on_a_read_only_run_directory(tmp_path):
                 assert result.is_error, tool
                 message = text_of(result)
                 assert "Read-only file system" in message or "Permission denied" in message, (tool, message)
-            assert _rows(client) == {"scenes": 0, "rollouts": 2, "diagnoses": 0, "modes": 0,
+            assert _rows(client) == {"scenes": 1, "rollouts": 2, "diagnoses": 0, "modes": 0,
                                      "generation_programs": 0, "training_programs": 0}
             scratch.writable()  # the same server recovers once the directory is writable again
             assert not client.call("record_rollouts", writes["record_rollouts"]).is_error

@@ -68,8 +68,7 @@ def test_every_tool_over_stdio(tmp_path):
             rollout = {"id": "r1", "scene_id": "s1", "policy_id": "p", "success": True, "steps": 10,
                        "episode_return": 1.0, "seed": 0, "phase_reached": "release"}
             await ok(c, "record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p"}})
-            await ok(c, "record_rollout", {"rollout": rollout})
-            await ok(c, "record_rollouts", {"rollouts": [{**rollout, "id": "r2", "success": False}]})
+            await ok(c, "record_rollouts", {"rollouts": [rollout, {**rollout, "id": "r2", "success": False}]})
             d = await ok(c, "record_diagnosis", {"diagnosis": {"id": "d1", "scene_id": "s1", "factor": "execution",
                                                                "phase": "lift", "cause": "the block slips"}})
             mode_id = d["mode_id"]
@@ -95,7 +94,7 @@ def test_every_tool_over_stdio(tmp_path):
         await asyncio.gather(sim_then_verifier(), memory())
 
     run(both())
-    assert len(called["sim"]) == 20 and len(called["verifier"]) == 4 and len(called["memory"]) == 19
+    assert len(called["sim"]) == 20 and len(called["verifier"]) == 4 and len(called["memory"]) == 18
 
 
 def test_mcp_config_commands_start_and_list_tools(tmp_path):
