@@ -1,9 +1,9 @@
 """The verifier: checks a scene program or spec before any rollout and reports each violated check.
 
 Checks, in order (later checks need earlier ones): `executes` (sandboxed program run), `spec_valid`,
-`compiles`, `scale_plausible`, `collision_free` (no interpenetration at t = 0), `stable` (objects settle during a
-short passive simulation), `reachable`, `predicate_evaluable`, `predicate_false_at_start`, and optionally
-`planner_solvable`.
+`compiles`, `scale_plausible`, `receptacle_capacity` (every receptacle can hold what the task puts in or on it),
+`collision_free` (no interpenetration at t = 0), `stable` (objects settle during a short passive simulation),
+`reachable`, `predicate_evaluable`, `predicate_false_at_start`, and optionally `planner_solvable`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from sim import assets, helpers
 from sim.assets.types import ArticulatedAsset
+from sim.predicates import Predicate
+from sim.slots import line_width, slot_line
 from sim.spec import SceneSpec
 
 PENETRATION_TOL = 0.004
@@ -31,6 +33,9 @@ MAX_TILT_CHANGE = 15.0
 """degrees an object may rotate while settling"""
 SCALE_SLACK = (0.6, 1.5)
 """accepted factor around a category's size range"""
+FILL = 1.0
+"""largest share of a container's opening the footprints (bounding boxes) of its items may cover; bounding
+boxes overstate round items (three fruit in a basket solved by the planner cover 0.9), so this is lenient"""
 
 
 class CheckResult(BaseModel):
@@ -130,6 +135,7 @@ def verify_spec(spec: SceneSpec | dict, *, planner: bool = False) -> VerifyRepor
         return done(spec)
     checks.append(CheckResult(name="compiles", passed=True))
     checks.append(_scale(spec))
+    checks.append(_capacity(spec))
     checks.append(_collisions(env))
     stable, reachable = _settle(env)
     checks += [stable, reachable]
@@ -162,6 +168,72 @@ def _scale(spec: SceneSpec) -> CheckResult:
             bad.append(a.object)
             msgs.append(f"{a.object} has friction {a.friction:g}; use a value in [0.05, 3]")
     return CheckResult(name="scale_plausible", passed=not bad, message="; ".join(msgs), objects=sorted(set(bad)))
+
+
+def _required_atoms(pred: Predicate) -> list:
+    """The atoms every way of satisfying `pred` needs true: those joined by `&` (not under `|` or `~`)."""
+    if pred.op == "and":
+        return [a for t in pred.terms for a in _required_atoms(t)]
+    return [] if pred.op in ("or", "not") else [pred]
+
+
+def _capacity(spec: SceneSpec) -> CheckResult:
+    """Every receptacle can hold the items the task requires in (`inside`) or on (`on`, `stacked`) it.
+
+    Sizes are bounding boxes at the objects' scale; an item's width is its narrow side (`sim.slots.line_width`),
+    and a receptacle's width its slot line (`sim.slots.slot_line`: a round container's diameter, else its long
+    side; a drawer's tray across), along which the planner lines items up. A container must let each item in
+    (its width at most the container's), hold its items' footprints in `FILL` of its opening, and, when round,
+    their widths side by side; a cabinet must be as high inside as its items. A surface must have room for the
+    centres of its items side by side (they may overhang). One item may stick out of a bowl or overhang a plate."""
+    sizes = {a.object: (assets.get_asset(a.asset), a.scale) for a in spec.attributes.objects}
+    wanted: dict[tuple[str, bool], list[str]] = {}
+    for atom in _required_atoms(spec.task.success):
+        if atom.op in ("inside", "on", "stacked") and atom.args[1] in sizes:
+            items = wanted.setdefault((atom.args[1], atom.op == "inside"), [])
+            items += [] if atom.args[0] in items else [atom.args[0]]
+    problems, bad = [], set()
+    for (name, cavity), items in wanted.items():
+        problem = _room(name, *sizes[name], [(n, *sizes[n]) for n in items], cavity)
+        if problem:
+            problems.append(problem)
+            bad.update([name, *items])
+    return CheckResult(name="receptacle_capacity", passed=not problems, message="; ".join(problems),
+                       objects=sorted(bad))
+
+
+def _room(name: str, asset, scale: float, items: list, cavity: bool) -> str | None:
+    """Why receptacle `name` cannot hold `items` [(name, asset, scale)] (in its cavity or on it), or None."""
+    if cavity and asset.interior is None:
+        return None  # no cavity at all: `inside` never holds, which the planner check reports
+    half = np.asarray(asset.interior.half if cavity else asset.half_extent)[:3] * scale
+    kind = asset.kind if isinstance(asset, ArticulatedAsset) else None
+    round_ = cavity and kind is None and any(part.kind == "cylinder" for part in asset.parts)  # a floor disc
+    across = 2 * float(half[1]) if kind == "drawer" else slot_line(half[:2], cavity)[1]
+    dims = [np.asarray(a.half_extent) * 2 * s for _, a, s in items]
+    widths = [line_width(d / 2) for d in dims]
+    names = ", ".join(n for n, _, _ in items)
+    fix = f"use a larger {name} or fewer items"
+    if cavity:
+        for (item, _, _), width, d in zip(items, widths, dims, strict=True):
+            if width > across:
+                return f"{item} does not fit in {name}: {width:.3f} m wide, {name} is {across:.3f} m across; {fix}"
+            if kind in ("door", "sliding") and d[2] > 2 * half[2]:
+                return f"{item} does not fit in {name}: {d[2]:.3f} m tall, {name} is {2 * half[2]:.3f} m high inside"
+    if len(items) < 2:
+        return None
+    if round_ or not cavity:
+        need = sum(widths) if cavity else sum(widths) - sum(sorted(widths)[-2:]) / 2  # the widest at the ends
+        if need > across:
+            return (f"{name} cannot hold {names} side by side: they need {need:.3f} m, {name} is {across:.3f} m "
+                    f"across; {fix}")
+    if cavity:
+        opening = np.pi * (half[0] ** 2 + half[1] ** 2) if round_ else 4 * half[0] * half[1]  # cavity: inscribed
+        covered = sum(float(d[0] * d[1]) for d in dims)
+        if covered > FILL * opening:
+            return (f"{name} cannot hold {names}: their footprints cover {covered / opening:.0%} of its opening "
+                    f"(at most {FILL:.0%}); {fix}")
+    return None
 
 
 def _collisions(env) -> CheckResult:
