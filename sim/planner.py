@@ -3,7 +3,9 @@
 The plan is derived from the success predicate itself, so it works for any scene built with the SDK, not only
 the seed families: `inside(a, b)` → pick a, place it in b; `on`/`stacked` → pick, place on; `near` → pick, place
 beside; `open_fraction` → grasp the handle and move it along the joint; `lifted` → pick and hold. Conjunctions are
-ordered so that supports are finished before what goes on them, and articulated goals come first.
+ordered so that supports are finished before what goes on them, and articulated goals come first. Of `|` the
+first alternative is planned; negations and `grasped` / `upright` are not planned, so a predicate that needs
+them changed is refused with the reason (`refusal`) instead of being run.
 """
 
 from __future__ import annotations
@@ -196,14 +198,53 @@ def order_subgoals(pred) -> list[Atom]:
     return ordered
 
 
-def _positive_atoms(pred) -> list[Atom]:
+def _planned_terms(pred) -> tuple[list[Atom], list]:
+    """(positive atoms, negations) of the part of `pred` the planner plans: `&` in full, of `|` the first term."""
     if pred.op == "and":
-        return [a for t in pred.terms for a in _positive_atoms(t)]
+        parts = [_planned_terms(t) for t in pred.terms]
+        return [a for p, _ in parts for a in p], [n for _, ns in parts for n in ns]
     if pred.op == "or":
-        return _positive_atoms(pred.terms[0])
+        return _planned_terms(pred.terms[0])
     if pred.op == "not":
-        return []
-    return [pred] if pred.op not in ("grasped", "upright") else []
+        return [], [pred]
+    return [pred], []
+
+
+def _positive_atoms(pred) -> list[Atom]:
+    return [a for a in _planned_terms(pred)[0] if a.op not in ("grasped", "upright")]
+
+
+def refusal(env: CodaEnv) -> str | None:
+    """Why the planner cannot plan the env's success predicate from the current state (after reset), or None.
+
+    It refuses a predicate with nothing to plan, a placing goal on the table, `inside` into something without a
+    cavity, `grasped(x)` without `lifted(x)` (it lets go of what it places), `upright(x)` false at the start
+    (it stands nothing up), and a negation false at the start whose objects no goal moves (it plans none)."""
+    pred, st = env.spec.task.success, env.state
+    atoms, negations = _planned_terms(pred)
+    goals = order_subgoals(pred)
+    if not goals:
+        return (f"nothing to plan in {pred}: the planner plans on, inside, stacked, near, lifted and open_fraction "
+                "goals (not negations, grasped or upright)")
+    for a in goals:
+        if len(a.args) == 2 and a.args[1] == h.TABLE:
+            return (f"{a} has no planner solution: the planner has no destination on the table; use "
+                    f"near({a.args[0]}, OBJECT) for a spot beside an object")
+        if a.op == "inside" and h.interior_box(st, a.args[1]) is None:
+            return f"{a} has no planner solution: {a.args[1]} has no cavity to put anything in"
+    lifted = {a.args[0] for a in goals if a.op == "lifted"}
+    for a in atoms:
+        if a.op == "grasped" and a.args[0] not in lifted:
+            return (f"{a} is planned only with lifted({a.args[0]}): the planner lets go of what it places; "
+                    f"use ~{a} or add lifted({a.args[0]})")
+        if a.op == "upright" and not a.evaluate(st):
+            return f"{a} is false at the start and the planner does not stand objects up"
+    moved = {a.args[0] for a in goals}
+    for n in negations:
+        if not n.evaluate(st) and not n.term.objects() & moved:
+            return (f"{n} is false at the start and the planner plans no negation: no goal moves "
+                    f"{', '.join(sorted(n.term.objects() - {h.TABLE}))}")
+    return None
 
 
 def _place(run: Runner, atom: Atom, shares: dict[str, Share]) -> Iterator[str]:
@@ -242,13 +283,16 @@ def _nearest_first(env: CodaEnv, goals: list[Atom], i: int) -> None:
 
 
 def run_planner(env: CodaEnv, seed: int | None = None) -> Demo:
-    """Reset the env and execute the scripted plan; returns the demonstration."""
+    """Reset the env and execute the scripted plan; returns the demonstration. A predicate the planner cannot
+    plan (`refusal`) is not run: the demonstration has no steps and says why."""
     obs = env.reset(seed=seed)
     demo = Demo()
+    reason = refusal(env)
+    if reason is not None:
+        demo.failure = f"not planned: {reason}"
+        return demo
     run = Runner(env, demo, obs)
     goals = subgoals(env)
-    if not goals:
-        raise PlanError(f"no plannable goal in {env.spec.task.success}")
     try:
         shares = slot_plan(env.state, goals)
         for i in range(len(goals)):

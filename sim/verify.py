@@ -144,7 +144,12 @@ def verify_spec(spec: SceneSpec | dict, *, planner: bool = False) -> VerifyRepor
         from sim.planner import run_planner
 
         demo = run_planner(CodaEnv(spec))
-        msg = "" if demo.success else f"the scripted planner failed ({demo.failure}) after {demo.steps} steps"
+        if demo.success:
+            msg = ""
+        elif demo.steps == 0:
+            msg = f"the scripted planner cannot plan this scene: {demo.failure.removeprefix('not planned: ')}"
+        else:
+            msg = f"the scripted planner failed ({demo.failure}) after {demo.steps} steps"
         checks.append(CheckResult(name="planner_solvable", passed=demo.success, message=msg))
     return done(spec)
 
