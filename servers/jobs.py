@@ -72,6 +72,11 @@ class JobHandle:
         self._manager._update(self.job_id, done=float(done), total=total, message=message)
         self.check()
 
+    def advance(self, units: float) -> None:
+        """Add `units` of work done (total and message unchanged); raises JobCancelled like `progress`."""
+        self._manager._advance(self.job_id, float(units))
+        self.check()
+
     @property
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()
@@ -160,6 +165,11 @@ class JobManager:
                 self._save(status)
             self._changed.notify_all()
 
+    def _advance(self, job_id: str, units: float) -> None:
+        with self._changed:
+            self._jobs[job_id].done += units
+            self._changed.notify_all()
+
     def status(self, job_id: str) -> JobStatus:
         with self._lock:
             if job_id not in self._jobs:
@@ -173,7 +183,8 @@ class JobManager:
             return [s.model_copy() for s in jobs]
 
     def cancel(self, job_id: str) -> JobStatus:
-        """Ask a job to stop (a queued job never starts; a running one stops at its next progress report)."""
+        """Ask a job to stop (a queued job never starts; a running one stops at its next progress report or
+        `check`, e.g. the trainer's rollouts after their current chunk)."""
         status = self.status(job_id)
         if not status.finished:
             handle = self._handles.get(job_id)
@@ -257,5 +268,6 @@ def register_job_tools(server: MCPServer, jobs: JobManager) -> None:
 
     @tool(server, CANCELS)
     def cancel_job(job_id: JobId) -> JobStatus:
-        """Cancel a queued or running job (it stops at its next progress report)."""
+        """Cancel a queued or running job (it stops at its next check point: a progress report, or the next
+        chunk of a rollout)."""
         return jobs.cancel(job_id)

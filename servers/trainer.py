@@ -4,6 +4,8 @@ training (optionally shaped by Text2potential programs), evaluation, checkpoints
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -51,6 +53,52 @@ REPLACES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentH
 """replaces the current policy and the `base` checkpoint"""
 
 
+_COUNTING = threading.local()
+
+
+@contextmanager
+def counting_episodes(job: JobHandle):
+    """Inside: every episode that ends in a batched rollout of this thread adds one unit to `job`'s progress, and
+    a cancelled `job` stops after the chunk being stepped (see `CountingExecutor`)."""
+    _COUNTING.job = job
+    try:
+        yield
+    finally:
+        _COUNTING.job = None
+
+
+class CountingExecutor:
+    """The trainer's executor (`sim.workers`) with its env pools reporting to the job of `counting_episodes`:
+    after every chunk of a batched rollout, that job counts the episodes that ended and stops if cancelled.
+    Everything else, and the episodes themselves, are the wrapped executor's."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    @contextmanager
+    def env_pool(self):
+        with self.inner.env_pool() as pool:
+            yield _CountingPool(pool)
+
+
+class _CountingPool:
+    def __init__(self, pool):
+        self.pool = pool
+
+    def __getattr__(self, name: str):
+        return getattr(self.pool, name)
+
+    def step(self, chunks):
+        out = self.pool.step(chunks)
+        job = getattr(_COUNTING, "job", None)
+        if job is not None:
+            job.advance(sum(r.done for r in out.values()))
+        return out
+
+
 class JobStarted(BaseModel):
     job_id: str
     kind: str
@@ -83,8 +131,8 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
     """The trainer server of `run_dir` (scenes are read from the sim server's store in the same run dir).
     Demos, rollouts and evaluations simulate on `workers` local processes or Ray actors (`executor`);
     `install_checkpoint` copies checkpoints from `import_dir` (none: the tool refuses)."""
-    service = TrainerService(run_dir, device=device, executor=make_executor(executor, workers, address=ray_address),
-                             import_dir=import_dir)
+    service = TrainerService(run_dir, device=device, import_dir=import_dir,
+                             executor=CountingExecutor(make_executor(executor, workers, address=ray_address)))
     scenes = SceneStore(run_dir)
     jobs = JobManager(run_dir / "jobs" / "trainer")
     mcp = new_server("coda-trainer", INSTRUCTIONS)
@@ -128,13 +176,15 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         seed: Annotated[int, Field(ge=0, le=2**31 - 1, description="exploration seed")] = 0,
         tag: Annotated[str, Field(pattern=r"^[a-z0-9]{1,16}$", description="prefix of the rollout ids")] = "r",
     ) -> JobStarted:
-        """Start a job: roll the current policy out (batched); the result lists rollout ids with success."""
+        """Start a job: roll the current policy out (batched; progress counts finished episodes); the result lists
+        rollout ids with success."""
         policy_required()
         specs = [scenes.spec(s) for s in scene_ids]
 
         def run(job: JobHandle):
             job.progress(0, len(specs) * per_scene, "rolling out")
-            out = service.rollouts(specs, per_scene, mode=mode, seed=seed, tag=tag)
+            with counting_episodes(job):
+                out = service.rollouts(specs, per_scene, mode=mode, seed=seed, tag=tag)
             job.progress(len(out), len(out), "done")
             return out
 
@@ -243,11 +293,19 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         n: Annotated[int, Field(ge=1, le=200, description="scenes per (family, suite)")] = EVAL_PER_SUITE,
         mode: Annotated[Literal["mean", "critic"], Field(description="action selection")] = "mean",
     ) -> JobStarted:
-        """Start a job: success rate ± standard error per (family, suite) on fixed evaluation scenes."""
+        """Start a job: success rate ± standard error per (family, suite) on fixed evaluation scenes (progress
+        counts finished episodes)."""
         policy_required()
+        pairs = [(f, s) for f in families for s in suites]
 
         def run(job: JobHandle):
-            return service.evaluate(families, suites, n, mode=mode)
+            rows = []
+            for family, suite in pairs:
+                job.progress(len(rows) * n, len(pairs) * n, f"{family} {suite}")
+                with counting_episodes(job):
+                    rows += service.evaluate([family], [suite], n, mode=mode)
+            job.progress(len(rows) * n, len(pairs) * n, "done")
+            return rows
 
         return JobStarted(job_id=jobs.start(run, kind="evaluate"), kind="evaluate")
 

@@ -412,3 +412,60 @@ def test_bc_round_update_clones_the_demos_only(run_dir, seeded, monkeypatch):
     assert service.require_state().step > before
     with pytest.raises(ValueError, match="needs demonstrations"):
         service.train([rid], critic_updates=1, policy_updates=3, collect="bc")
+
+
+async def follow(c, job_id: str, limit_s: float = 120) -> tuple[dict, list[tuple[float, float | None, str]]]:
+    """wait_job until the job finished, keeping every progress notification: (final status, [(done, total, msg)])."""
+    seen = []
+
+    async def on_progress(done, total, message):
+        seen.append((done, total, message))
+
+    deadline = time.monotonic() + limit_s
+    while True:
+        result = await c.call_tool("wait_job", {"job_id": job_id, "timeout_s": 20}, progress_callback=on_progress)
+        status = result.structured_content
+        if status["state"] in ("succeeded", "failed", "cancelled", "interrupted"):
+            return status, seen
+        assert time.monotonic() < deadline, f"job {job_id} still {status['state']} after {limit_s} s"
+
+
+def test_rollouts_and_evaluation_report_progress_per_batch_of_episodes(run_dir, seeded):
+    """collect_rollouts and evaluate count finished episodes while they run, not only at start and end."""
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            job = await ok(c, "collect_rollouts", {"scene_ids": [seeded["scene_id"]], "per_scene": 3, "tag": "p"})
+            status, seen = await follow(c, job["job_id"])
+            assert status["state"] == "succeeded" and len(status["result"]) == 3, status
+            done = [d for d, total, _ in seen if total == 3]
+            assert done == sorted(done) and {1, 2} <= set(done), seen  # one episode per pass, passes in turn
+
+            job = await ok(c, "evaluate", {"families": ["pick_place"], "suites": ["in", "layouts"], "n": 1})
+            status, seen = await follow(c, job["job_id"])
+            assert status["state"] == "succeeded" and [r["suite"] for r in status["result"]] == ["in", "layouts"]
+            assert (1, 2, "pick_place layouts") in seen and seen[-1][:2] == (2, 2), seen
+
+    run(main())
+
+
+def test_cancel_running_rollouts_between_episodes(run_dir, seeded):
+    """A cancelled rollouts job stops after the chunk being stepped, not after all its episodes; nothing of it is
+    kept and the policy is free again."""
+
+    async def main():
+        async with Client(build_server(run_dir)) as c:
+            job = await ok(c, "collect_rollouts", {"scene_ids": [seeded["scene_id"]], "per_scene": 16, "tag": "c"})
+            deadline = time.monotonic() + 60
+            while (status := await ok(c, "get_job", {"job_id": job["job_id"]}))["done"] < 1:
+                assert status["state"] in ("queued", "running") and time.monotonic() < deadline, status
+                await asyncio.sleep(0.1)
+            t0 = time.monotonic()
+            await ok(c, "cancel_job", {"job_id": job["job_id"]})
+            final, _ = await follow(c, job["job_id"], limit_s=30)
+            assert final["state"] == "cancelled" and final["done"] < 16, final
+            assert time.monotonic() - t0 < 5, "the job did not stop at the next chunk"
+            assert not list((run_dir / "rollouts").glob("c-*")), "a cancelled job keeps no rollouts"
+            assert (await ok(c, "load_checkpoint", {"tag": "base"}))["current_step"] == 0  # the policy is free
+
+    run(main())
