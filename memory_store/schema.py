@@ -188,10 +188,10 @@ class RolloutRecord(Record):
 
     id: RecordId = Field(validation_alias=AliasChoices("id", "rollout_id"),
                          description="unique id (collect_rollouts' rollout_id; either name is accepted)")
-    scene_id: RecordId
+    scene_id: RecordId = Field(description="the scene rolled out in")
     policy_id: str | None = Field(None, description="the policy that acted (default: '<run_id>@r<round>', or "
                                                     "run_id without a round)")
-    success: bool
+    success: bool = Field(description="the task's success predicate held")
     steps: int = Field(ge=0, description="control steps")
     episode_return: float | None = Field(None, description="the episode return (default: 1.0 on success, else 0.0)")
     seed: int | None = Field(None, description="the rollout's seed, where known")
@@ -215,7 +215,7 @@ class Diagnosis(Record):
     factor: DiagnosisFactor = Field(description="δ, the scene factor the failure comes from")
     phase: Phase = Field(description="trajectory phase where the failure arose")
     cause: str = Field(min_length=1, description="the cause in words")
-    evidence: Evidence = Field(default_factory=Evidence)
+    evidence: Evidence = Field(default_factory=Evidence, description="what the diagnosis rests on")
     embedding: Vector | None = Field(default=None, description="cause embedding, EMBED_DIM float32")
     mode_id: RecordId | None = Field(None, description="the mode it was clustered into")
 
@@ -271,7 +271,7 @@ class TrainingProgram(Record):
     subgoals: list[str] = Field(default_factory=list, description="subgoals in execution order")
     completion_predicates: list[str] = Field(default_factory=list, description="one per subgoal")
     potential_code: str = Field("", description="the Text2potential program")
-    learning_tool: LearningTool = "awr_shaped"
+    learning_tool: LearningTool = Field("awr_shaped", description="how the mode is learned")
     evidence: JsonDict = Field(default_factory=dict, description="before/after success, updates")
     improved: bool | None = Field(None, description="training with it helped (none: not measured)")
 

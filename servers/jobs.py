@@ -248,7 +248,7 @@ def register_job_tools(server: MCPServer, jobs: JobManager) -> None:
         """Status, progress and (when finished) the result or error of a job."""
         return jobs.status(job_id)
 
-    @tool(server, READ_ONLY)
+    @tool(server, READ_ONLY, title="Wait for job")
     async def wait_job(
         job_id: JobId,
         ctx: Context,

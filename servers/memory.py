@@ -91,7 +91,7 @@ class DiagnosisIn(BaseModel):
     factor: DiagnosisFactor = Field(description="δ, the scene factor the failure comes from")
     phase: Phase = Field(description="trajectory phase where the failure arose")
     cause: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the cause in words")
-    evidence: Evidence = Field(default_factory=Evidence)
+    evidence: Evidence = Field(default_factory=Evidence, description="what the diagnosis rests on")
     run_id: str = Field("", description="the run that wrote it")
     round: int | None = Field(None, description="co-evolution round")
 
@@ -163,7 +163,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         status: Annotated[ModeStatus | None, Field(description="only this status")] = None,
         factor: Annotated[DiagnosisFactor | None, Field(description="only this factor δ")] = None,
         phase: Annotated[Phase | None, Field(description="only this phase")] = None,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        offset: Annotated[int, Field(description="first item of the page", ge=0)] = 0,
         limit: Limit = 50,
     ) -> list[ModeSummary]:
         """Difficulty modes, hardest first."""
@@ -202,7 +202,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         plan = even_allocation(mode_ids, budget, eps_novel=eps_novel)
         return AllocationResult(**plan.to_dict(), visits_recorded=False)
 
-    @tool(mcp, WRITES_IDEMPOTENT)
+    @tool(mcp, WRITES_IDEMPOTENT, title="Store generation program")
     def put_generation_program(program: GenerationProgramIn) -> Written:
         """Store a generation program Ω of a mode (by id)."""
         return svc.put([GenerationProgram.model_validate(program.model_dump())])
@@ -230,7 +230,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         distinct compatible objects, in a fixed order (exact role matches first). Reads and records nothing."""
         return bind_program_roles(roles, relations, [o.model_dump(exclude_unset=True) for o in objects], max_bindings)
 
-    @tool(mcp, WRITES_IDEMPOTENT)
+    @tool(mcp, WRITES_IDEMPOTENT, title="Store training program")
     def put_training_program(program: TrainingProgramIn) -> Written:
         """Store a training program Φ of a mode (by id)."""
         return svc.put([TrainingProgram.model_validate(program.model_dump())])

@@ -71,7 +71,7 @@ def build_server(run_dir: Path) -> MCPServer:
         """Asset categories with instance counts, kind, size and split (paged)."""
         return listing.list_assets(tag, split, kind, offset, limit)
 
-    @tool(mcp, READ_ONLY)
+    @tool(mcp, READ_ONLY, title="SDK reference")
     def sdk_reference() -> str:
         """The scene-program API, the predicate language and the category vocabulary (markdown)."""
         return reference.sdk_reference()

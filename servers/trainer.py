@@ -141,7 +141,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
     def reporter(job: JobHandle):
         return lambda done, total, metrics: job.progress(done, total, ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
 
-    @tool(mcp, REPLACES)
+    @tool(mcp, REPLACES, title="Train base policy (SFT)")
     def train_sft(
         families: Annotated[list[Family], Field(description="task families whose demos train the base policy",
                                                 min_length=1, max_length=4)],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import threading
 from pathlib import Path
 from typing import Annotated
@@ -11,11 +12,23 @@ from typing import Annotated
 import numpy as np
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp_testing import err, ok
 from PIL import Image as PILImage
 from pydantic import Field
 
-from servers.common import READ_ONLY, WRITES, error_text, image_content, load_prompts, new_server, tool
+from servers.common import (
+    CLIENT_LOG,
+    FORWARDED_LOGGERS,
+    READ_ONLY,
+    WRITES,
+    error_text,
+    image_content,
+    lean_schema,
+    load_prompts,
+    new_server,
+    tool,
+)
 from servers.contract import MAX_IMAGE_BYTES
 from servers.jobs import JobCancelled, JobManager, register_job_tools
 
@@ -61,6 +74,108 @@ def test_tool_errors_reach_the_client_with_their_message():
     asyncio.run(main())
 
 
+def test_tools_are_titled_from_their_name_unless_given(tmp_path):
+    mcp = new_server("t", "test")
+
+    @tool(mcp, READ_ONLY)
+    def get_scene_info() -> str:
+        """Say hello,
+        on two lines."""
+        return "hi"
+
+    @tool(mcp, WRITES, title="Store it")
+    def put_thing() -> str:
+        """Store."""
+        return "ok"
+
+    async def main():
+        async with Client(mcp) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert (tools["get_scene_info"].title, tools["get_scene_info"].annotations.title) == ("Get scene info",) * 2
+            assert (tools["put_thing"].title, tools["put_thing"].annotations.title) == ("Store it",) * 2
+            assert tools["get_scene_info"].description == "Say hello, on two lines."
+            assert not tools["put_thing"].annotations.read_only_hint  # the shared annotations object is copied
+            assert READ_ONLY.title is None
+
+    asyncio.run(main())
+
+
+def test_lean_schema_keeps_the_meaning_in_fewer_characters():
+    ref = {"$ref": "#/$defs/Id"}
+    schema = {
+        "title": "fArguments", "type": "object", "required": ["a"],
+        "$defs": {"Id": {"title": "Id", "type": "string", "pattern": "^x$"},
+                  "Once": {"title": "Once", "type": "object", "properties": {"n": {"title": "N", "type": "integer"}}}},
+        "properties": {
+            "a": {**ref, "description": "first"},
+            "b": {"anyOf": [ref, {"type": "null"}], "default": None},
+            "title": {"title": "Title", "type": "string", "default": ""},  # a property may be called "title"
+            "c": {"anyOf": [{"type": "string", "maxLength": 4}, {"type": "null"}], "default": None, "title": "C"},
+            "d": {"anyOf": [{"enum": ["x", "y"], "type": "string"}, {"type": "null"}]},
+            "e": {"$ref": "#/$defs/Once"},
+        },
+    }
+    assert lean_schema(schema) == {
+        "type": "object", "required": ["a"],
+        "$defs": {"Id": {"type": "string", "pattern": "^x$"}},  # used twice: kept and shared
+        "properties": {
+            "a": {**ref, "description": "first"},
+            "b": {"anyOf": [ref, {"type": "null"}]},  # a reference cannot take null into its type
+            "title": {"type": "string", "default": ""},
+            "c": {"type": ["string", "null"], "maxLength": 4},
+            "d": {"enum": ["x", "y", None], "type": ["string", "null"]},
+            "e": {"type": "object", "properties": {"n": {"type": "integer"}}},  # used once: put in place
+        },
+    }
+
+
+@pytest.fixture
+def restore_loggers():
+    """The logging tests lower the project loggers' levels and add the client handler: put both back."""
+    levels = {n: logging.getLogger(n).level for n in FORWARDED_LOGGERS}
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+        logging.getLogger(name).removeHandler(CLIENT_LOG)
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # the client's own warning
+def test_log_records_reach_the_client_at_the_level_it_set(restore_loggers):
+    """logging/setLevel (a handshake-era client): the project's records at or above the level go to the client as
+    notifications/message, from the tool threads as from the event loop; nothing before the client asks."""
+    mcp = new_server("t", "test")
+
+    @tool(mcp, READ_ONLY)
+    def work(text: str) -> str:
+        """Log from the tool's worker thread."""
+        logging.getLogger("sim.work").info("working on %s", text)
+        logging.getLogger("sim.work").debug("detail of %s", text)
+        return text
+
+    got = []
+
+    async def on_log(params):
+        got.append((params.level, params.logger, params.data))
+
+    async def main():
+        async with Client(mcp, mode="legacy", logging_callback=on_log) as c:
+            assert c.server_capabilities.logging is not None
+            logging.getLogger("policy.x").warning("before any level was set")
+            await c.call_tool("work", {"text": "a"})
+            assert await c.set_logging_level("info") is not None  # an empty result
+            await c.call_tool("work", {"text": "b"})
+            logging.getLogger("memory_store.y").error("from the event loop")
+            logging.getLogger("somebody.else").error("not a project logger")
+            await c.set_logging_level("error")
+            logging.getLogger("sim.work").warning("below error now")
+            logging.getLogger("servers.z").critical("still sent")
+            await asyncio.sleep(0.2)  # notifications are sent without waiting
+
+    asyncio.run(main())
+    assert got == [("info", "sim.work", "working on b"), ("error", "memory_store.y", "from the event loop"),
+                   ("critical", "servers.z", "still sent")]
+
+
 def test_prompts_from_markdown_files(tmp_path):
     (tmp_path / "engine.md").write_text("# Engine\nWrite a scene program for {{ family }}.\n")
     mcp = new_server("t", "test")
@@ -75,7 +190,8 @@ def test_prompts_from_markdown_files(tmp_path):
             got = await c.get_prompt("engine", {"family": "stack", "context": "use two blocks"})
             body = got.messages[0].content.text
             assert body.startswith("# Engine") and "for stack." in body and body.endswith("use two blocks")
-            with pytest.raises(Exception):  # noqa: B017 - the SDK answers a generic internal error
+            with pytest.raises(MCPError, match="prompt 'engine' needs argument.s. family; its arguments: family, "
+                                               "context .optional."):
                 await c.get_prompt("engine", {})
 
     asyncio.run(main())
