@@ -11,10 +11,56 @@ the same API over plain data (see `sim.program.PROGRAM_MODULES`).
 import os
 import sys
 
-# offscreen rendering backend, chosen before mujoco is first imported: EGL on Linux (MUJOCO_GL=osmesa without a
-# GPU driver); macOS and Windows keep MuJoCo's native default (sim.render says what to set when none works)
-if sys.platform.startswith("linux"):
-    os.environ.setdefault("MUJOCO_GL", "egl")
+GL_BACKENDS = {"linux": ("egl", "osmesa", "glfw"), "darwin": ("cgl", "glfw")}.get(sys.platform, ("wgl", "glfw"))
+"""the MUJOCO_GL values for offscreen rendering on this platform"""
+_GL_ALIASES = ("", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off", "false", "0", "glx")
+"""other values MuJoCo accepts (glx only on Linux); with any other value it does not import at all"""
+_GL_LIBRARIES = {"egl": "EGL", "osmesa": "OSMesa"}
+"""the library a Linux backend loads when MuJoCo is imported (it does not import when the library is missing)"""
+
+
+def _loads(library: str) -> bool:
+    """Whether lib<library>.so loads under one of the names PyOpenGL tries."""
+    import ctypes
+
+    for suffix in ("", *(f".{i}" for i in range(9, -1, -1))):
+        try:
+            ctypes.CDLL(f"lib{library}.so{suffix}")
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def _choose_gl_backend() -> str | None:
+    """Set MUJOCO_GL before mujoco is first imported; returns why offscreen rendering cannot work, or None.
+
+    On Linux EGL, else OSMesa, whichever library loads (an explicit MUJOCO_GL is kept); macOS and Windows keep
+    MuJoCo's native default. A value MuJoCo does not know, or a backend whose library is missing, would stop
+    MuJoCo from importing at all, so simulation goes on without rendering (MUJOCO_GL=disable) and `sim.render`
+    raises the reason."""
+    linux = sys.platform.startswith("linux")
+    valid = f"valid values: {', '.join(GL_BACKENDS)}"
+    if linux and "MUJOCO_GL" not in os.environ:
+        found = next((b for b, lib in _GL_LIBRARIES.items() if _loads(lib)), None)
+        os.environ["MUJOCO_GL"] = found or "disable"
+        return None if found else (f"MUJOCO_GL is unset and neither libEGL (a GPU driver) nor libOSMesa "
+                                   f"(apt install libosmesa6) loads; install one or set MUJOCO_GL=glfw with a "
+                                   f"display ({valid})")
+    value = os.environ.get("MUJOCO_GL", "")
+    backend = value.lower().strip()
+    if backend not in (*GL_BACKENDS, *(_GL_ALIASES if linux else _GL_ALIASES[:-1])):
+        problem = f"MUJOCO_GL={value!r} is not a rendering backend on {sys.platform}; {valid} (or unset it)"
+    elif linux and backend in _GL_LIBRARIES and not _loads(_GL_LIBRARIES[backend]):
+        problem = f"MUJOCO_GL={value} needs lib{_GL_LIBRARIES[backend]}, which does not load here; {valid}"
+    else:
+        return None
+    os.environ["MUJOCO_GL"] = "disable"
+    return problem
+
+
+GL_PROBLEM = _choose_gl_backend()
+"""why offscreen rendering cannot work in this process (set when `sim` is imported), or None"""
 
 # the public names load on first use, so `sim.constants` and the CLI's --help stay light
 _EXPORTS = {

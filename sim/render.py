@@ -1,5 +1,6 @@
-"""Offscreen rendering to PNG with fast settings (no shadows, no multisampling): EGL by default on Linux, OSMesa
-too, the native OpenGL elsewhere (MUJOCO_GL is set in `sim/__init__.py`)."""
+"""Offscreen rendering to PNG with fast settings (no shadows, no multisampling): EGL on Linux, else OSMesa, the
+native OpenGL elsewhere (MUJOCO_GL is chosen in `sim/__init__.py`). Without a working backend every render raises
+`RenderUnavailable`, one line naming MUJOCO_GL and the values to set."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import os
 
 import numpy as np
 
+import sim
+
 CAMERAS = ("front", "side")
 DEFAULT_SIZE = 224
+_NEEDS = {"egl": "a GPU driver with libEGL", "osmesa": "libOSMesa, e.g. apt install libosmesa6", "glfw": "a display",
+          "cgl": "macOS OpenGL, the default", "wgl": "Windows OpenGL"}
 
 
 class RenderUnavailable(OSError):
@@ -17,19 +22,19 @@ class RenderUnavailable(OSError):
 
 
 def _renderer(model, size: int):
-    """A mujoco.Renderer, or RenderUnavailable naming MUJOCO_GL and what to try on this platform."""
-    import sys
-
+    """A mujoco.Renderer, or RenderUnavailable naming MUJOCO_GL and the values to try on this platform."""
+    if sim.GL_PROBLEM:
+        raise RenderUnavailable(f"offscreen rendering is unavailable: {sim.GL_PROBLEM}")
     import mujoco
 
     try:
         return mujoco.Renderer(model, height=size, width=size)
     except Exception as exc:  # noqa: BLE001 - MuJoCo raises several kinds when no GL context can be made
         backend = os.environ.get("MUJOCO_GL", "(unset: the platform default)")
-        hint = ("install libegl1 (a GPU driver) or libosmesa6 and set MUJOCO_GL=egl or MUJOCO_GL=osmesa"
-                if sys.platform.startswith("linux") else "unset MUJOCO_GL to use the native OpenGL (glfw)")
-        raise RenderUnavailable(f"offscreen rendering is unavailable with MUJOCO_GL={backend} "
-                                f"({type(exc).__name__}: {exc}); {hint}") from None
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        choices = ", ".join(f"{b} ({_NEEDS[b]})" for b in sim.GL_BACKENDS)
+        raise RenderUnavailable(f"offscreen rendering is unavailable with MUJOCO_GL={backend} ({reason}); "
+                                f"set MUJOCO_GL to one that works here: {choices}") from None
 
 
 def render(model, data, camera: str = "front", size: int = DEFAULT_SIZE) -> np.ndarray:
