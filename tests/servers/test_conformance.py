@@ -1,5 +1,6 @@
 """The official MCP conformance suite (scripts/conformance.sh: node 22 and @modelcontextprotocol/conformance from
-npm) against the four servers over streamable HTTP: every applicable scenario passes, completions included."""
+npm) against the four servers over streamable HTTP: every applicable scenario passes, completions and logging
+included."""
 
 from __future__ import annotations
 
@@ -19,5 +20,5 @@ def test_conformance_scenarios_pass_on_all_four_servers():
                           text=True, timeout=1200)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith(("PASS", "FAIL"))]
     assert done.returncode == 0, done.stdout + done.stderr
-    assert len(lines) == 4 * 7 and all(ln.startswith("PASS") for ln in lines), "\n".join(lines)
-    assert sum("completion-complete" in ln for ln in lines) == 4
+    assert len(lines) == 4 * 8 and all(ln.startswith("PASS") for ln in lines), "\n".join(lines)
+    assert sum("completion-complete" in ln for ln in lines) == 4 and sum("logging-set-level" in ln for ln in lines) == 4
