@@ -107,6 +107,34 @@ def _mean(xs) -> float:
 
 
 def run_metrics(state: dict) -> dict:
+    """What the run made: scenes and how many passed verification, rollouts and their simulated hours,
+    diagnoses, modes and their verdicts, tokens per 1000 accepted scenes. The scripted loop's figures come from
+    its step records; autonomous mode writes none, so its figures come from its transcript (`_autonomous_work`)."""
+    work = _autonomous_work(state) if state.get("mode") == "autonomous" else _loop_work(state)
+    accepted, scenes, verdicts = work["accepted"], work["scenes"], work["verdicts"]
+    sim_hours = sum(work["rollout_steps"]) * 0.1 / 3600
+    tokens = state.get("tokens", {}).get("total", {})
+    per_k = 1000 / accepted if accepted else 0.0
+    refuted = verdicts.count("refuted")
+    return {
+        "scenes": scenes,
+        "accepted": accepted,
+        "verification_pass_rate": accepted / scenes if scenes else 0.0,
+        "rollouts": len(work["rollout_steps"]),
+        "diagnoses": work["diagnoses"],
+        "modes_found": work["modes_found"],
+        "validated": verdicts.count("validated"),
+        "refuted": refuted,
+        "refutation_rate": refuted / len(verdicts) if verdicts else None,
+        "sim_hours": sim_hours,
+        "sim_hours_per_1000_accepted": sim_hours * per_k,
+        "tokens_per_1000_accepted": (tokens.get("input_tokens", 0) + tokens.get("output_tokens", 0)) * per_k,
+        "cost_usd": tokens.get("cost_usd"),
+    }
+
+
+def _loop_work(state: dict) -> dict:
+    """The scripted loop's work, from its step records (`rN.generate`, `.rollouts`, `.diagnose`, `.validate`)."""
     steps = state["steps"]
     scenes, rollouts, diagnoses = [], [], []
     for k, v in steps.items():
@@ -116,26 +144,43 @@ def run_metrics(state: dict) -> dict:
             rollouts += v["result"]
         elif k.endswith(".diagnose"):
             diagnoses += v["result"]
-    verdicts = [v for k, s in steps.items() if k.endswith(".validate") for v in s["result"].values()]
-    accepted = sum(1 for s in scenes if s["verified"])
-    sim_hours = sum(x["steps"] for x in rollouts) * 0.1 / 3600
-    tokens = state.get("tokens", {}).get("total", {})
-    per_k = 1000 / accepted if accepted else 0.0
-    return {
-        "scenes": len(scenes),
-        "accepted": accepted,
-        "verification_pass_rate": accepted / len(scenes) if scenes else 0.0,
-        "rollouts": len(rollouts),
-        "diagnoses": len(diagnoses),
-        "modes_found": len({d["mode_id"] for d in diagnoses}),
-        "validated": sum(1 for v in verdicts if v["status"] == "validated"),
-        "refuted": sum(1 for v in verdicts if v["status"] == "refuted"),
-        "refutation_rate": (sum(1 for v in verdicts if v["status"] == "refuted") / len(verdicts)) if verdicts else None,
-        "sim_hours": sim_hours,
-        "sim_hours_per_1000_accepted": sim_hours * per_k,
-        "tokens_per_1000_accepted": (tokens.get("input_tokens", 0) + tokens.get("output_tokens", 0)) * per_k,
-        "cost_usd": tokens.get("cost_usd"),
-    }
+    verdicts = [v["status"] for k, s in steps.items() if k.endswith(".validate") for v in s["result"].values()]
+    return {"scenes": len(scenes), "accepted": sum(1 for s in scenes if s["verified"]),
+            "rollout_steps": [x["steps"] for x in rollouts], "diagnoses": len(diagnoses),
+            "modes_found": len({d["mode_id"] for d in diagnoses}), "verdicts": verdicts}
+
+
+SCENE_MAKERS = ("sim__create_scene", "sim__sample_scene", "sim__resample_scene")
+"""autonomous-mode tools (as the hub names them) that each store one scene"""
+
+
+def _autonomous_work(state: dict) -> dict:
+    """Autonomous mode's work, from the tool calls that succeeded in its transcript (tool name and arguments; the
+    results are not kept): scenes made by the sim tools, scenes recorded as verified, rollouts and diagnoses
+    recorded in memory (distinct ids), the latest status set per mode. Which mode a diagnosis joined is in the
+    tool's result only, so modes_found is not known (None)."""
+    verified: dict[str, bool] = {}
+    rollouts: dict[str, int] = {}
+    diagnoses: set[str] = set()
+    status: dict[str, str] = {}
+    scenes = 0
+    for call in state.get("transcript", []):
+        if call.get("outcome") != "ok":
+            continue
+        tool, args = call["tool"], call.get("arguments") or {}
+        if tool in SCENE_MAKERS:
+            scenes += 1
+        elif tool == "memory__record_scene":
+            scene = args.get("scene", {})
+            verified[scene.get("id")] = bool(scene.get("verified"))
+        elif tool == "memory__record_rollouts":
+            rollouts.update({r.get("id", r.get("rollout_id")): int(r.get("steps", 0)) for r in args.get("rollouts", [])})
+        elif tool == "memory__record_diagnosis":
+            diagnoses.add(args.get("diagnosis", {}).get("id"))
+        elif tool == "memory__set_mode_status":
+            status[args.get("mode_id")] = args.get("status")
+    return {"scenes": scenes, "accepted": sum(verified.values()), "rollout_steps": list(rollouts.values()),
+            "diagnoses": len(diagnoses), "modes_found": None, "verdicts": list(status.values())}
 
 
 def write_report(state: dict, run_dir: Path, media: dict[str, bytes] | None = None) -> Path:
@@ -168,7 +213,8 @@ def write_report(state: dict, run_dir: Path, media: dict[str, bytes] | None = No
         "",
         "## Data engine and memory",
         "",
-        _table([[k, f"{v:.3f}" if isinstance(v, float) else v] for k, v in m.items()], ["metric", "value"]),
+        _table([[k, f"{v:.3f}" if isinstance(v, float) else "–" if v is None else v] for k, v in m.items()],
+               ["metric", "value"]),
         "",
         "## Tokens and cost",
         "",
