@@ -4,7 +4,9 @@ Placeholders are written `{{name}}`; `render_prompt(name, **values)` fills them 
 unknown value, so a broken prompt fails when it is first used, not halfway through a run.
 
 This is the one prompt loader: the agent's roles render prompts with it and the MCP servers serve the same files
-(`servers.common.load_prompts`). `directory` (tests) reads another folder of `*.md` files instead of this package.
+(`servers.common.load_prompts`), each server the prompt of its part (sim: engine, verifier: compiler, memory:
+critic, trainer: round), described by `ABOUT` with its arguments described by `ARGUMENTS`. `directory` (tests)
+reads another folder of `*.md` files instead of this package.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""What every CoDA MCP server shares: tool registration with honest annotations and readable errors, the stats
-resource, images and prompts from `prompts/` (limits: `servers.contract`; background jobs: `servers.jobs`; paths
-inside the run directory: `sim.fileio`).
+"""What every CoDA MCP server shares: tool registration with titles, honest annotations and readable errors, lean
+tool schemas, the stats resource, log records to clients that ask (`logging/setLevel`), images, prompts from
+`prompts/` and completions (limits: `servers.contract`; background jobs: `servers.jobs`; paths inside the run
+directory: `sim.fileio`).
 
     mcp = new_server("coda-sim", "Scenes: ...")
     @tool(mcp, READ_ONLY)
