@@ -35,7 +35,7 @@ from sim import helpers as h
 from sim.env import CodaEnv, EnvStates
 from sim.helpers import SceneState
 from sim.motion import Runner
-from sim.planner import Demo, _nearest_first, _steps_for, run_planner, subgoals
+from sim.planner import Demo, _nearest_first, _steps_for, refusal, run_planner, subgoals
 from sim.predicates import Atom
 from sim.slots import PlanError, slot_plan
 from sim.spec import SceneSpec
@@ -311,19 +311,24 @@ def run_planner_from(env: CodaEnv, budget: int | None = None) -> Demo:
     """Execute the scripted plan from the env's current state (no reset), e.g. a state restored by
     `Trace.env_at(t)`: the planner gets `budget` control steps from here (default: the env's episode length;
     the env's `max_steps` becomes its step counter + budget), and the subgoals already satisfied in this state
-    are skipped (`satisfied`; `demo.subgoals` lists the ones planned). The demo's observations, actions and
+    are skipped (`satisfied`; `demo.subgoals` lists the ones planned); what `sim.planner.refusal` refuses in
+    this state is not run (no steps, `failure` says why). The demo's observations, actions and
     `steps` count from the current state; `demo.success` is the env's success at the end. From a just-reset env
     where no subgoal holds yet this is `run_planner`'s plan, action for action."""
-    start = env.steps
-    env.max_steps = start + int(budget if budget is not None else env.max_steps)
-    if env.max_steps <= start:
+    start, steps = env.steps, int(budget if budget is not None else env.max_steps)
+    if steps <= 0:
         raise ValueError(f"the step budget must be positive, got {budget}")
+    env.max_steps = start + steps
     demo = Demo()
-    run = Runner(env, demo, env.observe())
-    goals = [a for a in subgoals(env) if not satisfied(env, a)]
     if env.success():
         demo.success = True
         return demo
+    reason = refusal(env)  # judged in this state, e.g. upright(x) false here: it stands nothing up
+    if reason is not None:
+        demo.failure = f"not planned: {reason}"
+        return demo
+    run = Runner(env, demo, env.observe())
+    goals = [a for a in subgoals(env) if not satisfied(env, a)]
     if not goals:
         demo.failure = f"no unsatisfied plannable goal in {env.spec.task.success} from step {start}"
         return demo
