@@ -128,9 +128,9 @@ def lean_schema(schema: dict) -> dict:
     _count_refs(schema, uses)
     once = {name: d for name, d in defs.items() if uses.get(name) == 1 and f'"#/$defs/{name}"' not in json.dumps(d)}
     if once:
-        schema = {k: v for k, v in _inline(schema, once).items() if k != "$defs"}
-        if len(once) < len(defs):
-            schema["$defs"] = {k: v for k, v in defs.items() if k not in once}
+        inlined = _inline(schema, once)  # the kept $defs too: one of them may hold the single use
+        left = {k: v for k, v in inlined.get("$defs", {}).items() if k not in once}
+        schema = {k: v for k, v in inlined.items() if k != "$defs"} | ({"$defs": left} if left else {})
     return _lean(schema)
 
 
@@ -234,9 +234,11 @@ class ClientLog(logging.Handler):
             self.handleError(record)
             return
         for connection, loop in targets:
+            send = connection.notify("notifications/message", params)
             try:  # from any thread: tool threads, job threads or the event loop itself; never waits
-                asyncio.run_coroutine_threadsafe(connection.notify("notifications/message", params), loop)
+                asyncio.run_coroutine_threadsafe(send, loop)
             except RuntimeError:  # the connection's event loop is closed: the client is gone
+                send.close()
                 with self._lock:
                     self._clients.pop(connection, None)
 

@@ -105,7 +105,9 @@ def test_lean_schema_keeps_the_meaning_in_fewer_characters():
     schema = {
         "title": "fArguments", "type": "object", "required": ["a"],
         "$defs": {"Id": {"title": "Id", "type": "string", "pattern": "^x$"},
-                  "Once": {"title": "Once", "type": "object", "properties": {"n": {"title": "N", "type": "integer"}}}},
+                  "Once": {"title": "Once", "type": "object", "properties": {"n": {"title": "N", "type": "integer"}}},
+                  "Pair": {"type": "array", "items": {"$ref": "#/$defs/Tag"}},  # used twice, holds Tag's one use
+                  "Tag": {"type": "string", "enum": ["p", "q"]}},
         "properties": {
             "a": {**ref, "description": "first"},
             "b": {"anyOf": [ref, {"type": "null"}], "default": None},
@@ -113,11 +115,14 @@ def test_lean_schema_keeps_the_meaning_in_fewer_characters():
             "c": {"anyOf": [{"type": "string", "maxLength": 4}, {"type": "null"}], "default": None, "title": "C"},
             "d": {"anyOf": [{"enum": ["x", "y"], "type": "string"}, {"type": "null"}]},
             "e": {"$ref": "#/$defs/Once"},
+            "f": {"$ref": "#/$defs/Pair"},
+            "g": {"$ref": "#/$defs/Pair"},
         },
     }
     assert lean_schema(schema) == {
         "type": "object", "required": ["a"],
-        "$defs": {"Id": {"type": "string", "pattern": "^x$"}},  # used twice: kept and shared
+        "$defs": {"Id": {"type": "string", "pattern": "^x$"},  # used twice: kept and shared
+                  "Pair": {"type": "array", "items": {"type": "string", "enum": ["p", "q"]}}},
         "properties": {
             "a": {**ref, "description": "first"},
             "b": {"anyOf": [ref, {"type": "null"}]},  # a reference cannot take null into its type
@@ -125,6 +130,8 @@ def test_lean_schema_keeps_the_meaning_in_fewer_characters():
             "c": {"type": ["string", "null"], "maxLength": 4},
             "d": {"enum": ["x", "y", None], "type": ["string", "null"]},
             "e": {"type": "object", "properties": {"n": {"type": "integer"}}},  # used once: put in place
+            "f": {"$ref": "#/$defs/Pair"},
+            "g": {"$ref": "#/$defs/Pair"},
         },
     }
 
