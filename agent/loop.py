@@ -391,9 +391,8 @@ class CoEvolution:
         result = self.job("collect_rollouts", scene_ids=ids, per_scene=self.preset.rollouts_per_scene,
                           seed=r + 1000 * self.seed, tag=f"r{r}", mode=mode)
         info = {s["scene_id"]: s for s in scenes}
-        records = [{"id": x["rollout_id"], "scene_id": x["scene_id"], "policy_id": f"{self.run_id}@r{r}",
-                    "success": x["success"], "steps": x["steps"], "episode_return": float(x["success"]),
-                    "seed": r, "phase_reached": "other", "round": r, "run_id": self.run_id} for x in result]
+        # collect_rollouts' rows as they are; the memory derives the policy id and the return from them
+        records = [{**x, "round": r, "run_id": self.run_id} for x in result]
         for i in range(0, len(records), 200):
             self.call("memory", "record_rollouts", rollouts=records[i : i + 200])
         by_scene = defaultdict(list)
