@@ -133,10 +133,24 @@ def build_server(run_dir: Path) -> MCPServer:
 
     @tool(mcp, WRITES_IDEMPOTENT)
     def run_planner(
-        scene_id: SceneId,
+        scene_id: Annotated[str | None, Field(description="scene to plan from reset (or give trace_id)",
+                                              pattern=SCENE_ID_PATTERN)] = None,
         save_trace: Annotated[bool, Field(description="save the demonstration as traces/planner-<scene_id>.npz")] = False,
+        trace_id: Annotated[str | None, Field(description="takeover: a stored trace (a rollout id or a saved "
+                                                          "trace) to restore exactly at from_step")] = None,
+        from_step: Annotated[int, Field(description="takeover: the trace's step to start from (0 = reset)", ge=0,
+                                        le=10_000)] = 0,
+        budget: Annotated[int | None, Field(description="takeover: control steps the planner gets (default: the "
+                                                        "episode length)", ge=1, le=400)] = None,
     ) -> DemoSummary:
-        """Run the scripted planner on a scene: success, steps and subgoals of the demonstration."""
+        """Run the scripted planner on a scene: success, steps and subgoals of the demonstration. With trace_id,
+        take over a recorded episode at from_step instead (subgoals that already hold are skipped)."""
+        if (scene_id is None) == (trace_id is None):
+            raise ValueError("give exactly one of scene_id (plan from reset) or trace_id (take over a trace)")
+        if trace_id is not None:
+            if save_trace:
+                raise ValueError("save_trace applies to scene_id plans only")
+            return store.run_planner_from(trace_id, from_step, budget)
         return store.run_planner(scene_id, save_trace)
 
     @tool(mcp, READ_ONLY)

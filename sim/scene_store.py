@@ -244,6 +244,19 @@ class SceneStore:
         return DemoSummary(scene_id=scene_id, success=demo.success, steps=demo.steps, subgoals=demo.subgoals,
                            failure=demo.failure, trace_id=trace_id)
 
+    def run_planner_from(self, trace_id: str, step: int, budget: int | None = None) -> DemoSummary:
+        """Planner takeover: restore step `step` of a stored trace exactly (`Trace.env_at`) and run the scripted
+        planner from there with its own step budget (default: the episode length), skipping subgoals that
+        already hold. The summary's steps count from the takeover step; scene_id is the trace's scene."""
+        from sim.trace import run_planner_from
+
+        trace = self.trace(trace_id)
+        if not 0 <= step <= trace.steps:
+            raise ValueError(f"from_step must be within the trace's 0..{trace.steps}, got {step}")
+        demo = run_planner_from(trace.env_at(step), budget)
+        return DemoSummary(scene_id=trace.spec.spec_hash(), success=demo.success, steps=demo.steps,
+                           subgoals=demo.subgoals, failure=demo.failure)
+
     def planner_trace(self, scene_id: str):
         """The planner's demonstration on a scene as a Trace (not saved)."""
         return self._plan(self.spec(scene_id), record=True)[1]

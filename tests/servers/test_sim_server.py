@@ -113,6 +113,15 @@ def test_scene_lifecycle(server, tmp_path):
             demo = await ok(c, "run_planner", {"scene_id": sampled["scene_id"], "save_trace": True})
             assert isinstance(demo["success"], bool) and demo["steps"] > 0 and demo["subgoals"]
             assert (tmp_path / "traces" / f"{demo['trace_id']}.npz").is_file()
+            assert demo["success"]  # stack seed 2: 21 steps
+            # takeover: the planner restarts exactly at a step of the recorded episode
+            later = await ok(c, "run_planner", {"trace_id": demo["trace_id"], "from_step": demo["steps"] // 2})
+            assert later["success"] and 0 < later["steps"] < demo["steps"]
+            assert later["scene_id"] == sampled["scene_id"] and set(later["subgoals"]) <= set(demo["subgoals"])
+            assert "from_step" in await err(c, "run_planner", {"trace_id": demo["trace_id"], "from_step": 9999})
+            assert "exactly one" in await err(c, "run_planner", {})
+            assert "exactly one" in await err(c, "run_planner", {"scene_id": sampled["scene_id"],
+                                                                  "trace_id": demo["trace_id"]})
 
             spec = json.loads((await c.read_resource(f"sim://scenes/{sid}")).contents[0].text)
             assert spec["task"]["instruction"] == made["instruction"]
