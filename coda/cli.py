@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import sys
 
 # command name -> module under coda.commands exposing register(subparsers) and run(args) -> int
@@ -69,6 +70,10 @@ def emit(payload, as_json: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # one torch / BLAS thread unless the user asks for more (before torch is imported): parallelism comes from
+    # the env workers, and idle-waiting threads on busy cores slow BC updates 4-9x (docs/BENCHMARKS.md, Policy)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(

@@ -30,6 +30,7 @@ CASES = [
     (["run", "--runs-dir", "{tmp}/runs", "--method", "sft", "--mode", "autonomous", "--backend", "anthropic"],
      ["--method sft", "autonomous"]),
     (["serve", "sim", "--transport", "http", "--port", "99999"], ["--port", "1..65535", "99999"]),
+    (["serve", "trainer", "--run-dir", "{tmp}/runs/x", "--torch-threads", "0"], ["--torch-threads", ">= 1", "0"]),
     (["memory", "modes", "--store", "{tmp}/nonexistent/store"], ["no memory store", "does not exist"]),
     (["eval", "--policy", "{tmp}/p.pt"], ["--family", "--programs"]),
     (["eval", "--policy", "{tmp}/p.pt", "--programs", "{tmp}/none.py"], ["none.py", "no such scene program"]),

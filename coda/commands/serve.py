@@ -90,12 +90,34 @@ def register(sub, name: str) -> None:
     p.add_argument("--import-checkpoints", default=None, metavar="DIR",
                    help="trainer server: directory whose checkpoints install_checkpoint copies into the run "
                         "(e.g. a base policy shared by the cells of an experiment)")
+    p.add_argument("--torch-threads", type=int, default=None, metavar="N",
+                   help="trainer server: CPU threads of the policy's torch arithmetic (default: OMP_NUM_THREADS, "
+                        "else 1; simulation parallelism comes from --workers, and more threads than free cores "
+                        "slow torch down many times over)")
     add_executor_arguments(p)  # trainer server: where demos, rollouts and evaluations simulate
     p.set_defaults(func=run)
 
 
+def torch_threads(requested: int | None) -> int:
+    """The trainer's torch thread count: --torch-threads, else OMP_NUM_THREADS, else 1. Measured on the 2-core
+    machine beside other jobs: BC updates took 15-20x longer with torch's default two threads than with one
+    (docs/BENCHMARKS.md, Policy), because idle-waiting threads compete with the env workers for the cores."""
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"--torch-threads must be >= 1, got {requested}")
+        return requested
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    return int(env) if env.isdigit() and int(env) >= 1 else 1
+
+
 def run(args) -> int:
     from servers.transport import HttpOptions, serve
+
+    try:
+        threads = torch_threads(args.torch_threads)
+    except ValueError as exc:
+        print(f"coda serve: {exc}", file=sys.stderr)
+        return 2
 
     run_dir = Path(args.run_dir).expanduser().resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -108,6 +130,10 @@ def run(args) -> int:
         except ValueError as exc:
             print(f"coda serve: {exc}", file=sys.stderr)
             return 2
+    if args.server == "trainer":
+        import torch
+
+        torch.set_num_threads(threads)
     embedder = None
     if args.embedder == "hashing":
         from memory_store.embed import HashingEmbedder
