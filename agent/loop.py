@@ -612,8 +612,9 @@ class CoEvolution:
             args["collect"] = p.round_update
         if m.round_data != "dt_only":  # seed-scene demos of every family (the base-demo mix)
             args.update(demo_families=list(p.families), demos_per_family=max(1, p.demos_per_family // 2))
-        if m.round_data in ("dt", "dt_only"):  # D_t: the planner on every accepted environment, + own successes
-            planned = [x["scene_id"] for x in rollouts]
+        if m.round_data in ("dt", "dt_failed", "dt_only"):  # D_t: the planner on accepted environments, + own successes
+            solved = {x["scene_id"] for x in rollouts if x["success"]} if m.round_data == "dt_failed" else set()
+            planned = [x["scene_id"] for x in rollouts if x["scene_id"] not in solved]
             args["bc_successes"] = bool(args["policy_updates"])
         else:  # the scenes of modes routed to BC
             planned = self._bc_scenes(compiled)

@@ -33,6 +33,9 @@ same number of ACCEPTED (verified) environments; only the switches of its `Metho
                             experiments/round_decision and docs/RESULTS.md)
                    dt:      D_t — planner demonstrations on every accepted environment of the round and the
                             policy's own successful rollouts — added to the seed-scene demonstrations
+                   dt_failed: D_t on the round's failed environments only (every rollout there failed) and
+                            the policy's own successes, added to the seed-scene demonstrations (the paper's D_t
+                            where the policy needs it, fewer planner calls)
                    dt_only: D_t alone, without the seed-scene demonstrations (measured to lose to them)
     select         action selection when evaluating: the policy mean, or Q-softmax over sampled chunks ("critic")
 """
@@ -49,7 +52,7 @@ if TYPE_CHECKING:  # annotations only: the method table stays light enough for a
 
 GENERATIONS = ("diagnosis", "domain_rand", "uniform", "success", "memory")
 POTENTIALS = ("diagnosis", "task", "none")
-ROUND_DATA = ("base", "dt", "dt_only")
+ROUND_DATA = ("base", "dt", "dt_failed", "dt_only")
 SELECTS = ("mean", "critic")
 
 

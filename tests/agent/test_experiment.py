@@ -745,3 +745,25 @@ def test_modes_below_the_band_send_their_scenes_to_bc(tmp_path):
     assert scenes and scenes <= set(trains[2]["demo_scene_ids"])
     sparse_round = run_method(tmp_path, "uniform", preset=replace(PRESET, rounds=3))  # no critic: no modes
     assert not any(t.get("demo_scene_ids") for t in sparse_round.trainer.of("start_training")[1:])
+
+
+def test_dt_failed_plans_only_the_scenes_where_every_rollout_failed(tmp_path):
+    from dataclasses import replace
+
+    from agent.methods import METHODS
+
+    METHODS["dt_failed_probe"] = replace(METHODS["coda"], name="dt_failed_probe", round_data="dt_failed")
+    try:
+        probe = run_method(tmp_path, "dt_failed_probe")
+    finally:
+        del METHODS["dt_failed_probe"]
+    kinds = set()
+    for r, t in enumerate(probe.trainer.of("start_training")):
+        rolled = probe.steps[f"r{r}.rollouts"]["result"]
+        solved = {x["scene_id"] for x in rolled if x["success"]}
+        failed = {x["scene_id"] for x in rolled} - solved
+        kinds |= {"failed"} if failed else set()
+        kinds |= {"solved"} if solved else set()
+        assert failed <= set(t.get("demo_scene_ids") or []) and not solved & set(t.get("demo_scene_ids") or [])
+        assert t["bc_successes"] and t["demo_families"]
+    assert kinds == {"failed", "solved"}, "the scripted outcomes give both kinds"
