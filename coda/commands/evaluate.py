@@ -1,5 +1,6 @@
-"""`coda eval`: success rate ± standard error of a checkpoint on a family's evaluation suites, or on scene
-programs of your own (`--programs`, each verified in the sandbox first)."""
+"""`coda eval`: success rate ± standard error of a checkpoint on a family's evaluation suites, on scene
+programs of your own (`--programs`, each verified in the sandbox first), or on an external benchmark's tasks
+(`--external robosuite:Lift,Door`, run in the external venv made by `scripts/setup --external`)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,14 @@ def register(sub, name: str) -> None:
                    help="scene programs (.py files or folders of them) instead of a family's suites; each is "
                         "verified in the sandbox per seed, and one that fails is reported and skipped")
     p.add_argument("--seeds", type=positive_int, default=1,
-                   help="with --programs: episodes per program, with `seed` = 0 .. K-1 (the program's and the env's)")
+                   help="with --programs: episodes per program, with `seed` = 0 .. K-1 (the program's and the env's); "
+                        "with --external: seed groups of --n episodes each per task")
+    p.add_argument("--external", metavar="BENCH:TASK,...",
+                   help="external benchmark tasks instead of this project's scenes, e.g. "
+                        "robosuite:Lift,Stack,PickPlaceCan,Door (docs/EXTERNAL.md; needs scripts/setup --external)")
+    p.add_argument("--gif", metavar="DIR", help="with --external: write the first episode of each task as DIR/BENCH_TASK.gif")
+    p.add_argument("--max-steps", type=positive_int, default=None,
+                   help="with --external: episode length in 10 Hz steps (default per task, docs/EXTERNAL.md)")
     p.add_argument("--mode", default="mean", choices=("mean", "critic"),
                    help="mean (deterministic) | critic (j=8 samples, Q-softmax; needs a checkpoint with a critic)")
     p.add_argument("--json", action="store_true")
@@ -36,8 +44,13 @@ def register(sub, name: str) -> None:
 
 
 def run(args) -> int:
+    if args.external:
+        return run_external(args)
+    if args.gif or args.max_steps:
+        raise ValueError("--gif and --max-steps apply to --external only")
     if not args.programs and not args.family:
-        raise ValueError("give --family (its suites) or --programs PATH... (your scene programs)")
+        raise ValueError("give --family (its suites), --programs PATH... (your scene programs) or --external "
+                         "BENCH:TASK,... (an external benchmark)")
     if args.programs and args.family:
         raise ValueError("--family and --programs exclude each other: programs name their own family")
     files = program_paths(args.programs) if args.programs else []
@@ -59,6 +72,35 @@ def run(args) -> int:
         results = [evaluate(state.policy, args.family, s, args.n, critic=state.critic, mode=args.mode,
                             device=state.device, executor=executor) for s in suites]
     emit(results[0] if len(results) == 1 else {"suites": results}, args.json)
+    return 0
+
+
+def run_external(args) -> int:
+    """`--external`: the checkpoint on external benchmark tasks (policy here, simulator in the external venv)."""
+    if args.family or args.programs:
+        raise ValueError("--external excludes --family and --programs")
+    if args.executor != "local":
+        raise ValueError("--external runs its own worker processes (--workers); --executor ray does not apply")
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    from policy.external import parse_external
+    from policy.external.base import external_python
+
+    targets = parse_external(args.external)
+    for benchmark in dict.fromkeys(b for b, _ in targets):
+        external_python(benchmark)  # one line naming scripts/setup --external when the venv is missing
+    policy = Path(args.policy)
+    if not policy.is_file():
+        raise ValueError(f"--policy {policy}: the checkpoint does not exist")
+    from policy.checkpoint import load_checkpoint
+    from policy.external.evaluate import evaluate_external
+
+    state = load_checkpoint(policy)
+    kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
+    out = evaluate_external(state.policy, targets, args.n, args.seeds, critic=state.critic, mode=args.mode,
+                            device=state.device, workers=args.workers,
+                            gif_dir=Path(args.gif) if args.gif else None, adapter_kwargs=kwargs)
+    emit(out, args.json)
     return 0
 
 

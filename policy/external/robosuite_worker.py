@@ -1,0 +1,277 @@
+"""A robosuite environment behind a pipe: the worker process of `policy.external.robosuite_tasks`.
+
+Run by the adapter as `<external venv>/bin/python robosuite_worker.py`; it reads messages (`protocol.py`) on
+stdin and answers each on stdout. robosuite runs unmodified: the worker makes the env with `robosuite.make`, steps
+it through its own operational-space controller, reads poses from its MuJoCo model and data, and takes success
+from the env's own `_check_success()`. It imports only robosuite, numpy and its two sibling files, never this
+project (which needs MuJoCo 4, while robosuite 1.5 needs MuJoCo 3).
+
+Commands (dicts with "cmd"): make, reset, attrs, step, render, success, bench, close; each answer is a dict, {"error": "..."} on
+failure. Anything robosuite prints goes to stderr: stdout carries only messages.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+import control  # noqa: E402  (siblings, numpy only)
+import protocol  # noqa: E402
+
+sys.path.remove(_HERE)  # so `import robosuite` below finds the package, not a file next to this one
+
+import numpy as np  # noqa: E402
+
+
+class Worker:
+    def __init__(self):
+        self.env = None
+
+    # --- set-up -------------------------------------------------------------------------------------
+    def make(self, msg: dict) -> dict:
+        import mujoco
+        import robosuite
+
+        kwargs = dict(robots=msg.get("robots", "Panda"), has_renderer=False,
+                      has_offscreen_renderer=bool(msg.get("render")), use_camera_obs=False, ignore_done=True,
+                      horizon=int(msg.get("horizon", 100_000)))
+        kwargs.update(msg.get("env_kwargs") or {})
+        self.env = env = robosuite.make(msg["task"], **kwargs)
+        self.mj = mujoco
+        self.objects = list(msg.get("objects") or [])
+        self.control = dict(msg["control"])
+        self.camera = (msg.get("render") or {}).get("camera", "frontview")
+        self.size = int((msg.get("render") or {}).get("size", 256))
+        env.reset()
+        self._bind()
+        c = self.controller
+        if c.input_type != "delta":
+            raise ValueError(f"the arm controller takes {c.input_type!r} input; the adapter drives a delta OSC")
+        info = {
+            "robosuite": robosuite.__version__, "mujoco": mujoco.__version__,
+            "control_freq": float(env.control_freq), "timestep": float(self.m.opt.timestep),
+            "controller": type(c).__name__, "input_ref_frame": c.input_ref_frame,
+            "output_max": np.asarray(c.output_max, dtype=np.float64), "input_max": np.asarray(c.input_max, float),
+            "ref_mat": self._ref_mat(), "base_pos": np.asarray(c.origin_pos, dtype=np.float64),
+            "action_dim": int(env.action_dim), "tcp_site": self.tcp_name,
+            "finger_range": np.array([self.m.jnt_range[j] for j in self.finger_joints], dtype=np.float64),
+            "objects": [self._static(o) for o in self.objects],
+            "sites": {name: self.d.site_xpos[self._id("site", name)].copy() for name in msg.get("sites", [])
+                      if self._id("site", name, missing=True) >= 0},
+        }
+        return {"info": info}
+
+    def _id(self, kind: str, name: str, missing: bool = False) -> int:
+        obj = {"body": self.mj.mjtObj.mjOBJ_BODY, "site": self.mj.mjtObj.mjOBJ_SITE,
+               "joint": self.mj.mjtObj.mjOBJ_JOINT}[kind]
+        i = self.mj.mj_name2id(self.m, obj, name)
+        if i < 0 and not missing:
+            raise KeyError(f"robosuite model has no {kind} {name!r}")
+        return i
+
+    def _bind(self) -> None:
+        """Model indices; robosuite rebuilds its MjModel on a hard reset, so this runs after every reset."""
+        env = self.env
+        self.m, self.d = env.sim.model._model, env.sim.data._data
+        robot = env.robots[0]
+        arm = robot.arms[0]
+        self.controller = robot.part_controllers[arm]
+        gripper = robot.gripper[arm]
+        self.tcp_name = gripper.important_sites["grip_site"]
+        self.tcp = self._id("site", self.tcp_name)
+        prefix = gripper.naming_prefix
+        self.finger_joints = [self._id("joint", prefix + "finger_joint1"), self._id("joint", prefix + "finger_joint2")]
+        self.finger_bodies = [self._id("body", prefix + "leftfinger"), self._id("body", prefix + "rightfinger")]
+        self.hand_body = int(self.m.body_parentid[self._id("body", gripper.root_body)])
+        self.obj_body = [self._id("body", o["body"]) for o in self.objects]
+        self.obj_site = [self._id("site", o["site"]) if o.get("site") else -1 for o in self.objects]
+        self.obj_free = [int(self.m.jnt_dofadr[self._id("joint", o["free_joint"])]) if o.get("free_joint") else -1
+                         for o in self.objects]
+        self.obj_joint = [int(self.m.jnt_qposadr[self._id("joint", o["joint"])]) if o.get("joint") else -1
+                          for o in self.objects]
+        self.obj_box = [self._box(o.get("bbox_body", o["body"])) for o in self.objects]
+
+    def _ref_mat(self) -> np.ndarray:
+        c = self.controller
+        if c.input_ref_frame == "world":
+            return np.eye(3)
+        return np.asarray(c.origin_ori, dtype=np.float64).reshape(3, 3)
+
+    def _box(self, body: str):
+        """Centre offset and half extents, in the body's frame, of the collision geoms of a body's subtree."""
+        m, d = self.m, self.d
+        root = self._id("body", body)
+        bodies = {root}
+        for b in range(m.nbody):  # parents precede children in MuJoCo's body order
+            if m.body_parentid[b] in bodies and b != 0:
+                bodies.add(b)
+        geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] in bodies]
+        solid = [g for g in geoms if m.geom_contype[g] or m.geom_conaffinity[g]] or geoms
+        if not solid:
+            return np.zeros(3), np.zeros(3)
+        R, p = d.xmat[root].reshape(3, 3), d.xpos[root]
+        signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=np.float64)
+        pts = []
+        for g in solid:
+            c, h = m.geom_aabb[g, :3], m.geom_aabb[g, 3:]
+            corners = d.geom_xpos[g] + (c + signs * h) @ d.geom_xmat[g].reshape(3, 3).T
+            pts.append((corners - p) @ R)
+        pts = np.concatenate(pts)
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        return (lo + hi) / 2, (hi - lo) / 2
+
+    def _static(self, o: dict) -> dict:
+        i = self.objects.index(o)
+        out = {"name": o["name"], "center_offset": self.obj_box[i][0], "half_extent": self.obj_box[i][1]}
+        if o.get("joint"):
+            out["joint_range"] = np.asarray(self.m.jnt_range[self._id("joint", o["joint"])], dtype=np.float64)
+        return out
+
+    # --- episode ------------------------------------------------------------------------------------
+    def reset(self, msg: dict) -> dict:
+        seed = msg.get("seed")
+        self.control.update(msg.get("control") or {})
+        if seed is not None:
+            # robosuite draws placements and the robot's start noise from env.rng (shared with its samplers, so it
+            # is re-seeded in place) and object sizes on a hard reset from numpy's global generator
+            self.env.rng.bit_generator.state = np.random.default_rng(int(seed)).bit_generator.state
+            np.random.seed(int(seed) % (2**32))
+        self.env.reset()
+        self._bind()
+        d = self.d
+        R, p = d.site_xmat[self.tcp].reshape(3, 3), d.site_xpos[self.tcp]
+        c = self.control
+        low = np.array(c.get("low", [-np.inf] * 3), dtype=np.float64)
+        high = np.array(c.get("high", [np.inf] * 3), dtype=np.float64)
+        self.tracker = control.TargetTracker(p, R, c["max_dpos"], c["max_drot"], c["leash"], low, high)
+        geometry = {"hand": (d.xpos[self.hand_body] - p) @ R,
+                    "left_finger": (d.xpos[self.finger_bodies[0]] - p) @ R,
+                    "right_finger": (d.xpos[self.finger_bodies[1]] - p) @ R}
+        return {"state": self._state(), "geometry": geometry, "objects": [self._static(o) for o in self.objects]}
+
+    def _state(self) -> dict:
+        m, d, mj = self.m, self.d, self.mj
+        vel = np.zeros(6)
+        mj.mj_objectVelocity(m, d, mj.mjtObj.mjOBJ_SITE, self.tcp, vel, 0)
+        n = len(self.objects)
+        pos, quat = np.zeros((n, 3)), np.zeros((n, 4))
+        qvel, joint = np.zeros((n, 6)), np.full(n, np.nan)
+        for i in range(n):
+            b = self.obj_body[i]
+            R = d.xmat[b].reshape(3, 3)
+            pos[i] = d.site_xpos[self.obj_site[i]] if self.obj_site[i] >= 0 else d.xpos[b] + R @ self.obj_box[i][0]
+            quat[i] = d.xquat[b]
+            if self.obj_free[i] >= 0:
+                qvel[i] = d.qvel[self.obj_free[i] : self.obj_free[i] + 6]
+            if self.obj_joint[i] >= 0:
+                joint[i] = d.qpos[self.obj_joint[i]]
+        fingers = np.array([d.qpos[m.jnt_qposadr[j]] for j in self.finger_joints])
+        return {"tcp_pos": d.site_xpos[self.tcp].copy(), "tcp_mat": d.site_xmat[self.tcp].reshape(3, 3).copy(),
+                "tcp_linvel": vel[3:].copy(), "fingers": fingers, "obj_pos": pos, "obj_quat": quat,
+                "obj_qvel": qvel, "obj_joint": joint}
+
+    def step(self, msg: dict) -> dict:
+        env, c, d = self.env, self.control, self.d
+        actions = np.asarray(msg["actions"], dtype=np.float64).reshape(-1, 7)
+        k = int(c["steps_per_action"])
+        ref, out_max = self._ref_mat(), np.asarray(self.controller.output_max, dtype=np.float64)
+        in_max = np.asarray(self.controller.input_max, dtype=np.float64)
+        states, successes, frames = [], [], []
+        success, external = False, 0
+        for a in actions:
+            tcp = d.site_xpos[self.tcp].copy()
+            grip = self.tracker.apply(a, tcp)
+            open_loop = control.open_loop_delta(a, k, ref, out_max, c["max_dpos"], c["max_drot"])
+            for _ in range(k):
+                if c.get("action_map", "target") == "target":
+                    cmd = control.osc_delta(self.tracker.pos, self.tracker.mat, d.site_xpos[self.tcp],
+                                            d.site_xmat[self.tcp], ref, out_max, c.get("gain", 1.0))
+                else:
+                    cmd = open_loop
+                env.step(np.concatenate([cmd * in_max, [grip]]))
+                external += 1
+                success = bool(env._check_success())  # the benchmark's own success function
+                if success:
+                    break
+            states.append(self._state())
+            successes.append(success)
+            if msg.get("render"):
+                frames.append(self._render())
+            if success and msg.get("stop_on_success", True):
+                break
+        keys = states[0].keys()
+        return {"states": {k_: np.stack([s[k_] for s in states]) for k_ in keys},
+                "success": np.array(successes, dtype=bool), "executed": len(states), "external_steps": external,
+                "frames": np.stack(frames) if frames else None}
+
+    def _render(self) -> np.ndarray:
+        img = self.env.sim.render(width=self.size, height=self.size, camera_name=self.camera)
+        return np.ascontiguousarray(img[::-1])  # MuJoCo's offscreen buffer is bottom-up
+
+    def render(self, msg: dict) -> dict:
+        return {"image": self._render()}
+
+    def attrs(self, msg: dict) -> dict:
+        out = {}
+        for name in msg["names"]:
+            v = getattr(self.env, name)
+            out[name] = _plain(v)
+        return {"attrs": out}
+
+    def bench(self, msg: dict) -> dict:
+        """robosuite alone: `n` env.step calls with a zero arm delta and an open gripper, timed here."""
+        import time
+
+        a = np.zeros(self.env.action_dim)
+        a[-1] = -1.0
+        t0 = time.perf_counter()
+        for _ in range(int(msg.get("n", 200))):
+            self.env.step(a)
+        return {"seconds": time.perf_counter() - t0, "steps": int(msg.get("n", 200))}
+
+    def success(self, msg: dict) -> dict:
+        return {"success": bool(self.env._check_success())}
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (np.ndarray, np.generic, int, float, str, bool)) or v is None:
+        return v
+    return repr(v)
+
+
+def main() -> int:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever robosuite prints goes to stderr
+    sys.stdout = sys.stderr
+    inp = sys.stdin.buffer
+    worker = Worker()
+    protocol.write_message(out, {"ready": True, "pid": os.getpid()})
+    while True:
+        try:
+            msg = protocol.read_message(inp)
+        except protocol.ProtocolError:
+            return 0  # the adapter closed the pipe
+        cmd = msg.get("cmd")
+        if cmd == "close":
+            protocol.write_message(out, {"closed": True})
+            return 0
+        try:
+            if cmd not in ("make", "reset", "attrs", "step", "render", "success", "bench"):
+                raise ValueError(f"unknown command {cmd!r}")
+            if cmd != "make" and worker.env is None:
+                raise RuntimeError("no env yet: send make first")
+            answer = getattr(worker, cmd)(msg)
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to the adapter as one message
+            answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        protocol.write_message(out, answer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

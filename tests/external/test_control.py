@@ -1,0 +1,102 @@
+"""The wire protocol and the action mapping's math (numpy only: no external venv needed)."""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import numpy as np
+import pytest
+
+from policy.external import parse_external
+from policy.external.control import (
+    TargetTracker,
+    axis_angle_from_mat,
+    mat_from_axis_angle,
+    mat_from_quat,
+    open_loop_delta,
+    osc_delta,
+    quat_from_mat,
+)
+from policy.external.protocol import ProtocolError, decode, encode, read_message, write_message
+from sim.constants import MAX_DPOS, MAX_DROT, WORKSPACE_HIGH, WORKSPACE_LOW
+
+
+def test_messages_round_trip_arrays_and_refuse_globals():
+    msg = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": [1, 2.5, "x", None, True, b"raw"],
+           "c": (np.int64(3), np.zeros((0, 7))), "d": {"e": np.array([True, False])}}
+    buf = io.BytesIO()
+    write_message(buf, msg)
+    write_message(buf, {"second": 1})
+    buf.seek(0)
+    out = read_message(buf)
+    assert out["a"].dtype == np.float32 and np.array_equal(out["a"], msg["a"])
+    assert out["b"] == msg["b"] and out["c"][0] == 3 and out["c"][1].shape == (0, 7)
+    assert out["d"]["e"].dtype == bool and read_message(buf) == {"second": 1}
+    with pytest.raises(ProtocolError):
+        read_message(buf)  # closed pipe
+    evil = pickle.dumps(np.float64)  # a global: refused, nothing imported or called
+    with pytest.raises(pickle.UnpicklingError):
+        decode(evil)
+    assert decode(encode({"x": 1})[8:]) == {"x": 1}
+
+
+def test_rotation_helpers_agree():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        v = rng.normal(size=3)
+        v *= rng.uniform(0.01, 3.0) / np.linalg.norm(v)
+        R = mat_from_axis_angle(v)
+        assert np.allclose(R @ R.T, np.eye(3), atol=1e-12) and np.isclose(np.linalg.det(R), 1.0)
+        assert np.allclose(mat_from_quat(quat_from_mat(R)), R, atol=1e-9)
+        assert np.allclose(mat_from_axis_angle(axis_angle_from_mat(R)), R, atol=1e-9)
+    assert np.allclose(quat_from_mat(np.eye(3)), [1, 0, 0, 0])
+    Rz = mat_from_axis_angle([0, 0, np.pi])  # 180 degrees: the trace < 0 branch
+    assert np.allclose(mat_from_quat(quat_from_mat(Rz)), Rz, atol=1e-9)
+
+
+def test_target_tracker_reproduces_this_projects_env_target():
+    """The adapter's target follows the same rule as sim.env.CodaEnv (clip, leash, left-multiplied rotation)."""
+    from sim.env import CodaEnv
+    from sim.families import sample_spec
+
+    env = CodaEnv(sample_spec("pick_place", 0))
+    env.reset(seed=0)
+    pos, quat = env.target_pose()
+    tracker = TargetTracker(pos, mat_from_quat(quat), MAX_DPOS, MAX_DROT, 0.08, WORKSPACE_LOW, WORKSPACE_HIGH)
+    rng = np.random.default_rng(1)
+    g = env.compiled.gripper
+    for _ in range(15):
+        a = np.r_[rng.uniform(-0.08, 0.08, 3), rng.uniform(-0.4, 0.4, 3), rng.uniform(-1.5, 1.5)]
+        grip = tracker.apply(a, env.data.xpos[g.body].copy())
+        env.step(a)
+        p, q = env.target_pose()
+        assert np.allclose(tracker.pos, p, atol=1e-9)
+        assert np.allclose(tracker.mat, mat_from_quat(q), atol=1e-9)
+        assert grip == np.clip(a[6], -1, 1)
+
+
+def test_osc_delta_signs_frames_and_limits():
+    out_max = np.array([0.05] * 3 + [0.5] * 3)
+    eye = np.eye(3)
+    cmd = osc_delta([0.01, -0.02, 0.5], eye, [0, 0, 0.4], eye, eye, out_max)
+    assert np.allclose(cmd, [0.2, -0.4, 1.0, 0, 0, 0])  # z clipped to 1
+    yaw = mat_from_axis_angle([0, 0, 0.1])
+    assert np.allclose(osc_delta([0, 0, 0], yaw, [0, 0, 0], eye, eye, out_max), [0, 0, 0, 0, 0, 0.2])
+    assert np.allclose(osc_delta([0, 0, 0], yaw, [0, 0, 0], eye, eye, out_max, gain=2.0)[5], 0.4)
+    base = mat_from_axis_angle([0, 0, np.pi / 2])  # controller frame turned 90 degrees about z
+    assert np.allclose(osc_delta([0.01, 0, 0], eye, [0, 0, 0], eye, base, out_max)[:3], [0, -0.2, 0], atol=1e-12)
+    # open loop: the 10 Hz delta split over k external steps
+    assert np.allclose(open_loop_delta([0.02, 0, -0.01, 0, 0, 0.2, 1], 2, eye, out_max, MAX_DPOS, MAX_DROT),
+                       [0.2, 0, -0.1, 0, 0, 0.2])
+
+
+def test_parse_external_names_valid_tasks():
+    assert parse_external("robosuite:Lift,Door") == [("robosuite", "Lift"), ("robosuite", "Door")]
+    assert parse_external("robosuite:Lift,Lift") == [("robosuite", "Lift")]
+    with pytest.raises(ValueError, match="valid tasks: Lift, Stack, PickPlaceCan, Door"):
+        parse_external("robosuite:Lift,Dorr")
+    with pytest.raises(ValueError, match="valid benchmarks: robosuite"):
+        parse_external("libero:x")
+    with pytest.raises(ValueError, match="BENCHMARK:TASK"):
+        parse_external("robosuite")
