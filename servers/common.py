@@ -35,7 +35,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, EmptyResult, SetLevelRequestParams, ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from servers.contract import MAX_IMAGE_BYTES, STATS_URI
 
@@ -92,10 +92,32 @@ _STATS: dict[int, HandlerStats] = {}
 
 
 class CodaServer(MCPServer):
-    """An MCPServer whose `tools/list` sends lean input schemas (`lean_schema`): what a model reads on every turn."""
+    """An MCPServer whose `tools/list` sends lean input schemas (`lean_schema`): what a model reads on every turn,
+    and whose argument-validation errors name each bad argument in one line (`argument_errors`) instead of
+    pydantic's multi-line report with its model names, error types and doc links."""
 
     async def list_tools(self):
         return [t.model_copy(update={"input_schema": lean_schema(t.input_schema)}) for t in await super().list_tools()]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError) and str(exc).startswith(f"Error executing tool {name}:"):
+                raise ToolError(f"{name}: {argument_errors(exc.__cause__)}") from exc.__cause__
+            raise
+
+
+def argument_errors(exc: ValidationError, limit: int = 5) -> str:
+    """One line per validation error is too many for a model: 'argument suites[0]: Input should be 'in', ...
+    (got 'ood'); ...' — the argument path, pydantic's message and the value given, at most `limit` of them."""
+    parts = []
+    for e in exc.errors()[:limit]:
+        path = "".join(f"[{x}]" if isinstance(x, int) else (f".{x}" if i else str(x)) for i, x in enumerate(e["loc"]))
+        got = "" if e["type"] == "missing" else f" (got {e['input']!r:.80})"
+        parts.append(f"argument {path or '?'}: {e['msg']}{got}")
+    more = len(exc.errors()) - limit
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 def new_server(name: str, instructions: str) -> MCPServer:
