@@ -25,6 +25,18 @@ def _pct(x: float | None, se: float | None = None) -> str:
     return f"{100 * x:.1f}" + (f" ± {100 * se:.1f}" if se is not None else "")
 
 
+def _paired_line(before: list[dict], after: list[dict]) -> str:
+    """Mean OOD success after − before, paired scene by scene, with its standard error (`paired_ood`)."""
+    from agent.experiment.metrics import paired_ood
+
+    d = paired_ood(before, after)
+    if d is None:
+        return "Paired OOD difference: – (the evaluations carry no per-scene outcomes)"
+    verdict = "more than twice its standard error" if abs(d["points"]) > 2 * d["se"] else "within twice its standard error"
+    return (f"Mean OOD success after − before, paired on the same scenes: **{d['points']:+.1f} ± {d['se']:.1f} "
+            f"points** over {d['suites']} OOD suites ({verdict}).")
+
+
 def success_table(before: list[dict], after: list[dict]) -> tuple[str, dict]:
     idx = {(e["family"], e["suite"]): e for e in after}
     rows, ood = [], defaultdict(lambda: [[], []])
@@ -210,6 +222,8 @@ def write_report(state: dict, run_dir: Path, media: dict[str, bytes] | None = No
         "",
         "Mean OOD success per family: "
         + ", ".join(f"{f} {_pct(b)} → {_pct(a)}" for f, (b, a) in ood.items()),
+        "",
+        _paired_line(before, after),
         "",
         "## Data engine and memory",
         "",

@@ -54,3 +54,19 @@ def test_autonomous_report_shows_the_counts(tmp_path):
     text = write_report(autonomous_state(), tmp_path).read_text()
     assert "| scenes | 3 |" in text and "| rollouts | 3 |" in text and "| modes_found | – |" in text
     assert "15 tool calls (2 returned errors)" in text
+
+
+def test_report_gives_the_paired_ood_difference(tmp_path):
+    def ev(suite, outcomes):
+        p = outcomes.count("1") / len(outcomes)
+        return {"family": "stack", "suite": suite, "n": len(outcomes), "success_rate": p, "stderr": 0.1,
+                "mean_steps": 10, "outcomes": outcomes}
+
+    before = [ev("in", "0000"), ev("layouts", "0000"), ev("tasks", "0101")]
+    after = [ev("in", "1111"), ev("layouts", "1111"), ev("tasks", "0101")]
+    state = {"steps": {"eval.before": {"result": before, "seconds": 1.0}, "eval.after": {"result": after, "seconds": 0.0}}}
+    text = write_report(state, tmp_path).read_text()
+    assert "paired on the same scenes: **+50.0 ± 0.0 points** over 2 OOD suites" in text
+    old = {"steps": {"eval.before": {"result": [{**e, "outcomes": None} for e in before], "seconds": 1.0},
+                     "eval.after": {"result": after, "seconds": 0.0}}}
+    assert "Paired OOD difference: –" in write_report(old, tmp_path).read_text()
