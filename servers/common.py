@@ -496,6 +496,10 @@ def add_completions(server: MCPServer, values: dict[str, Callable[[], list[str]]
         source = table.get(argument.name)
         if source is None:
             return None
+        if getattr(ref, "type", "") == "ref/prompt":  # only the arguments of a prompt this server serves
+            prompts = {p.name: p for p in await server.list_prompts()}
+            if ref.name not in prompts or argument.name not in {a.name for a in prompts[ref.name].arguments or []}:
+                return None
         typed = argument.value or ""
         found = sorted(v for v in dict.fromkeys(source()) if v.startswith(typed))
         return Completion(values=found[:MAX_COMPLETIONS], total=len(found), has_more=len(found) > MAX_COMPLETIONS)
