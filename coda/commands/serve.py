@@ -114,7 +114,7 @@ def run(args) -> int:
     from servers.transport import HttpOptions, serve
 
     try:
-        threads = torch_threads(args.torch_threads)
+        threads = torch_threads(getattr(args, "torch_threads", None))
     except ValueError as exc:
         print(f"coda serve: {exc}", file=sys.stderr)
         return 2
