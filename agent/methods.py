@@ -28,14 +28,15 @@ same number of ACCEPTED (verified) environments; only the switches of its `Metho
     update_policy  policy updates between rounds (off: frozen policy; only the value critic learns)
     round_data     the behaviour-cloning data of a round's update
                    base:    planner demonstrations of seed scenes of every family (half the base SFT's number),
-                            the targeted scenes of modes routed to BC and the scenes of execution modes (the
-                            default: D_t did not beat it in the round decision experiment, protocol v2,
-                            experiments/round_decision and docs/RESULTS.md)
+                            the targeted scenes of modes routed to BC and the scenes of execution and too-hard
+                            modes (the round data before issue 19; ablation `no_dt`)
                    dt:      D_t — planner demonstrations on every accepted environment of the round and the
                             policy's own successful rollouts — added to the seed-scene demonstrations
                    dt_failed: D_t on the round's failed environments only (every rollout there failed) and
-                            the policy's own successes, added to the seed-scene demonstrations (the paper's D_t
-                            where the policy needs it, fewer planner calls)
+                            the policy's own successes, added to the base data (the default: in the round
+                            decision experiment, protocol v3, experiments/round_decision_v3 and
+                            docs/RESULTS.md, it was 13-18 points above the base data alone and level with D_t on
+                            every environment, at fewer planner calls)
                    dt_only: D_t alone, without the seed-scene demonstrations (measured to lose to them)
     select         action selection when evaluating: the policy mean, or Q-softmax over sampled chunks ("critic")
 """
@@ -71,7 +72,7 @@ class Method:
     train_memory: bool = True
     update_policy: bool = True
     select: str = "mean"
-    round_data: str = "base"
+    round_data: str = "dt_failed"
 
     def __post_init__(self):
         if self.generation not in GENERATIONS:
@@ -121,8 +122,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             update_policy=False, select="critic"),
     replace(CODA, name="evidence_critic", summary="CoDA with the critic's factor read from the rollout evidence "
             "alone (no interventions)", intervene=False),
-    replace(CODA, name="with_dt", summary="CoDA with D_t: planner demos on every accepted environment of a round "
-            "and the policy's successes added to the round's BC data", round_data="dt"),
+    replace(CODA, name="with_dt", summary="CoDA with D_t on every accepted environment of a round (not only the "
+            "failed ones) and the policy's successes added to the round's BC data", round_data="dt"),
+    replace(CODA, name="no_dt", summary="CoDA without D_t: the round's BC data is the seed-scene demos and the "
+            "scenes of BC-routed, execution and too-hard modes (the round data before issue 19)", round_data="base"),
     replace(CODA, name="gen_memory_only", summary="CoDA with generation memory only", train_memory=False),
     replace(CODA, name="train_memory_only", summary="CoDA with training memory only", gen_memory=False),
     # transfer: another run's memory (scenes and training programs) reused without new generation

@@ -309,8 +309,9 @@ def planned_beyond(run, planned: list[str], expected: list[str]) -> list[str]:
 
 def test_with_dt_clones_planner_demos_on_every_accepted_environment(runs, tmp_path):
     """D_t (issue 19, `with_dt`): each round's update clones the planner on every accepted (rolled-out) environment
-    of the round and the policy's own successes, added to the seed-scene family demos. By default (the round
-    decision experiment kept it) every method trains on the seed-scene demos only, and a frozen policy on none."""
+    of the round and the policy's own successes, added to the seed-scene family demos. By default (protocol v3 of
+    the round decision experiment) every method with policy updates clones the planner on the round's failed
+    environments (`dt_failed`), `no_dt` on none of them, and a frozen policy on nothing."""
     run = run_method(tmp_path, "with_dt")
     trains = run.trainer.of("start_training")
     assert len(trains) == 2
@@ -320,23 +321,31 @@ def test_with_dt_clones_planner_demos_on_every_accepted_environment(runs, tmp_pa
         assert set(accepted) <= set(t["demo_scene_ids"])
         assert t["bc_successes"] and t["demo_families"] == ["pick_place"]
     assert run.steps["r1.train"]["result"]["bc_scenes"] == len(trains[1]["demo_scene_ids"])
+    no_dt = run_method(tmp_path, "no_dt")
+    assert not any(t["bc_successes"] for t in no_dt.trainer.of("start_training"))
+    assert not any(set(round_scene_ids(no_dt, r)) & set(t.get("demo_scene_ids") or [])
+                   for r, t in enumerate(no_dt.trainer.of("start_training")))
     for name, other in runs.items():
         trains = other.trainer.of("start_training")
         if name == "sft":
             assert not trains
             continue
-        assert len(trains) == 2 and not any(t["bc_successes"] for t in trains), name
+        assert len(trains) == 2, name
         if name == "frozen_critic_select":
-            assert all(not t["demo_scene_ids"] and t["policy_updates"] == 0 for t in trains)
-        else:
-            assert all(t["demo_families"] == ["pick_place"] for t in trains), name
+            assert all(not t["demo_scene_ids"] and t["policy_updates"] == 0 and not t["bc_successes"] for t in trains)
+            continue
+        for r, t in enumerate(trains):  # dt_failed, for every method alike
+            rolled = other.steps[f"r{r}.rollouts"]["result"]
+            failed = {x["scene_id"] for x in rolled} - {x["scene_id"] for x in rolled if x["success"]}
+            assert t["bc_successes"] and t["demo_families"] == ["pick_place"], name
+            assert failed <= set(t.get("demo_scene_ids") or []), name
 
 
 def test_modes_routed_to_bc_clone_planner_demos_of_their_targeted_scenes(runs, tmp_path):
     """A training program with learning tool BC makes the next training clone the planner on the mode's targeted
     scenes (the family demos stay); modes routed to shaped AWR add none; without the critic or without policy
-    updates nothing changes."""
-    run = run_method(tmp_path, "coda", learning_tool="bc")
+    updates nothing changes. (On the base round data, `no_dt`: D_t would add the round's failed scenes.)"""
+    run = run_method(tmp_path, "no_dt", learning_tool="bc")
     compiled = run.steps["r1.compile"]["result"]
     assert compiled and all(c["learning_tool"] == "bc" for c in compiled.values())
     targeted = [sid for c in compiled.values() for sid in c["scene_ids"]]
@@ -346,11 +355,13 @@ def test_modes_routed_to_bc_clone_planner_demos_of_their_targeted_scenes(runs, t
     assert trains[1]["demo_families"] == ["pick_place"] and not trains[1]["potentials"]
     assert run.steps["r1.train"]["result"]["bc_scenes"] == len(trains[1]["demo_scene_ids"])
     assert all(not t["bc_successes"] for t in trains)
-    for t in runs["coda"].trainer.of("start_training"):  # shaped-AWR modes add none (too-hard modes may)
+    shaped = run_method(tmp_path, "no_dt")
+    for t in shaped.trainer.of("start_training"):  # shaped-AWR modes add none (too-hard modes may)
         assert t["demo_families"] == ["pick_place"]
-        planned_beyond(runs["coda"], t["demo_scene_ids"], [])
-    for name in ("domain_rand", "uniform", "success_guided", "frozen_critic_select"):
-        assert all(not t["demo_scene_ids"] for t in runs[name].trainer.of("start_training")), name
+        planned_beyond(shaped, t["demo_scene_ids"], [])
+    for name in ("domain_rand", "uniform", "success_guided", "frozen_critic_select"):  # D_t only: no modes
+        for r, t in enumerate(runs[name].trainer.of("start_training")):
+            assert set(t["demo_scene_ids"]) <= set(round_scene_ids(runs[name], r)), name
 
 
 def test_sparse_ablation_differs_from_coda_only_in_shaping(runs):
@@ -750,15 +761,16 @@ def test_modes_below_the_band_send_their_scenes_to_bc(tmp_path):
     the success band: variants teach nothing, so its failing scenes join the next update's planner demos."""
     from dataclasses import replace
 
-    run = run_method(tmp_path, "coda", preset=replace(PRESET, rounds=3))
+    run = run_method(tmp_path, "no_dt", preset=replace(PRESET, rounds=3))
     modes = run.steps["r1.modes"]["result"]["modes"]  # memory after round 2, before round 3's update
     too_hard = [m["id"] for m in modes if m["hardness"] is not None and m["hardness"] < PRESET.band[0]]
     assert too_hard
     scenes = {sid for m in too_hard for sid in run.state["mode_scenes"].get(m, [])[:2]}
     trains = run.trainer.of("start_training")
     assert scenes and scenes <= set(trains[2]["demo_scene_ids"])
-    sparse_round = run_method(tmp_path, "uniform", preset=replace(PRESET, rounds=3))  # no critic: no modes
-    assert not any(t.get("demo_scene_ids") for t in sparse_round.trainer.of("start_training")[1:])
+    blind = run_method(tmp_path, "uniform", preset=replace(PRESET, rounds=3))  # no critic: no modes, D_t only
+    assert all(set(t.get("demo_scene_ids") or []) <= set(round_scene_ids(blind, r))
+               for r, t in enumerate(blind.trainer.of("start_training")))
 
 
 def test_dt_failed_plans_only_the_scenes_where_every_rollout_failed(tmp_path):
