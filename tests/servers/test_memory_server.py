@@ -186,7 +186,7 @@ def test_malformed_records_name_the_field(server):
     async def main():
         async with Client(server) as c:
             text = await err(c, "record_rollouts", {"rollouts": [{"id": "r1", "scene_id": "s"}]})
-            assert "rollouts.0.success" in text and "rollouts.0.steps" in text and "policy_id" not in text
+            assert "rollouts[0].success" in text and "rollouts[0].steps" in text and "policy_id" not in text
             text = await err(c, "record_diagnosis", diagnosis(1, "x", factor="mood"))
             assert "diagnosis.factor" in text and "spatial" in text
             assert "k" in await err(c, "search_diagnoses", {"query": "x", "k": 1000})
@@ -231,9 +231,9 @@ def test_ids_from_clients_follow_the_documented_pattern(server, tmp_path):
                     ("record_scene", {"scene": {"id": bad, "family": "stack", "program": "p"}}, "scene.id"),
                     ("record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p", "mode_id": bad}},
                      "scene.mode_id"),
-                    ("record_rollouts", {"rollouts": [{**rollout, "id": bad}]}, "rollouts.0.id"),
-                    ("record_rollouts", {"rollouts": [{**rollout, "scene_id": bad}]}, "rollouts.0.scene_id"),
-                    ("record_rollouts", {"rollouts": [rollout, {**rollout, "id": bad}]}, "rollouts.1.id"),
+                    ("record_rollouts", {"rollouts": [{**rollout, "id": bad}]}, "rollouts[0].id"),
+                    ("record_rollouts", {"rollouts": [{**rollout, "scene_id": bad}]}, "rollouts[0].scene_id"),
+                    ("record_rollouts", {"rollouts": [rollout, {**rollout, "id": bad}]}, "rollouts[1].id"),
                     ("record_diagnosis", diagnosis(2, "x", id=bad), "diagnosis.id"),
                     ("record_diagnosis", diagnosis(2, "x", scene_id=bad), "diagnosis.scene_id"),
                     ("record_diagnosis", diagnosis(2, "x", rollout_ids=["r1", bad]), "diagnosis.rollout_ids"),
@@ -272,7 +272,7 @@ def test_non_finite_numbers_are_refused(server, tmp_path):
     async def main():
         async with Client(server) as c:
             for bad in ("NaN", "Infinity", "-inf"):  # strings: JSON has no NaN literal, pydantic reads them as floats
-                assert "rollouts.0.episode_return" in await err(
+                assert "rollouts[0].episode_return" in await err(
                     c, "record_rollouts", {"rollouts": [{**rollout, "episode_return": bad}]})
                 assert "scene.success_rate" in await err(
                     c, "record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p", "success_rate": bad}})
@@ -380,7 +380,7 @@ def test_record_rollouts_stores_collect_rollouts_rows_as_they_are(server, tmp_pa
             given = {"id": "r9", "scene_id": SCENE, "success": False, "steps": 5, "policy_id": "p", "seed": 3,
                      "episode_return": 0.25, "phase_reached": "lift"}
             await ok(c, "record_rollouts", {"rollouts": [given]})
-            assert "rollouts.0" in await err(c, "record_rollouts", {"rollouts": [{**rows[0], "id": "other"}]})
+            assert "rollouts[0]" in await err(c, "record_rollouts", {"rollouts": [{**rows[0], "id": "other"}]})
 
     run(main())
     store = MemoryStore.open(tmp_path / "memory", embedder=HashingEmbedder())
