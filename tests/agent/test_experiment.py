@@ -718,12 +718,12 @@ def test_targeted_variants_spread_over_the_modes_failing_scenes(tmp_path):
     assert any(k // 2 >= 2 for k in allocated.values())
 
 
-def test_round_update_bc_is_passed_to_the_trainer(tmp_path, runs):
+def test_round_update_is_passed_to_the_trainer(tmp_path, runs):
     from dataclasses import replace
 
-    run = run_method(tmp_path, "coda", preset=replace(PRESET, round_update="bc"))
-    assert {t["collect"] for t in run.trainer.of("start_training")} == {"bc"}
-    assert {t["collect"] for t in runs["coda"].trainer.of("start_training")} == {"branch"}
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, round_update="branch"))
+    assert {t["collect"] for t in run.trainer.of("start_training")} == {"branch"}
+    assert {t["collect"] for t in runs["coda"].trainer.of("start_training")} == {"bc"}  # the default
 
 
 def test_interim_evaluations_are_small_and_the_final_one_is_full(tmp_path):
