@@ -55,7 +55,7 @@ class Preset:
     """fine-tune LoRA adapters in rounds (True) or all weights"""
     round_update: str = "bc"
     """the policy update of a round: "bc" (behaviour cloning on the round's BC data; the default by protocol v3 of
-    the round decision experiment, where branch AWR on the same data was 4-9 points lower at ≈ 7x the CPU) or
+    the round decision experiment, where branch AWR on the same data was 3-5 points lower at ≈ 7x the CPU) or
     "branch" (branch AWR with the BC data mixed in). Text2potential shapes only the branch update (and the critic
     where critic selection reads it): with "bc" the compiled potentials are checked and stored but train nothing"""
     extra: dict = field(default_factory=dict)
