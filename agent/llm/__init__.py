@@ -42,6 +42,7 @@ from agent.llm.structured import (
     ask_code,
     ask_structured,
     complete_counted,
+    complete_json_counted,
     extract_code,
     extract_json,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "ask_code",
     "ask_structured",
     "complete_counted",
+    "complete_json_counted",
     "extract_code",
     "extract_json",
     "make_backend",

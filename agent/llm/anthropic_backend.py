@@ -10,6 +10,7 @@ import anthropic
 from agent.llm.base import (
     DEFAULT_TIMEOUT_S,
     STOP_END,
+    STOP_TOOL_USE,
     Completion,
     ImageBlock,
     Message,
@@ -197,3 +198,20 @@ class AnthropicBackend(SDKBackend):
 
     def _parse(self, response: Any) -> Completion:
         return from_anthropic(response)
+
+    def _add_schema(self, request: dict[str, Any], name: str, description: str, schema: dict[str, Any]) -> None:
+        """A forced tool call whose input is the answer."""
+        request["tools"] = [{"name": name, "description": description or f"Give the {name}.", "input_schema": schema}]
+        request["tool_choice"] = {"type": "tool", "name": name}
+
+    def _parse_structured(self, response: Any, name: str) -> Completion:
+        """The forced tool's input becomes ``structured`` (and, as JSON, the text kept in a repair conversation);
+        an answer without the tool call stays text, parsed like any other."""
+        completion = from_anthropic(response)
+        call = next((c for c in completion.tool_calls if c.name == name and c.parse_error is None), None)
+        if call is None:
+            return completion
+        return completion.model_copy(update={"structured": call.arguments, "tool_calls": [],
+                                             "text": json.dumps(call.arguments),
+                                             "stop_reason": STOP_END if completion.stop_reason == STOP_TOOL_USE
+                                             else completion.stop_reason})

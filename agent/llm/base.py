@@ -164,6 +164,9 @@ class Completion(BaseModel):
     stop_reason: str = STOP_END
     """end_turn | tool_use | max_tokens | stop_sequence | refusal | the provider's raw value"""
     model: str = ""
+    structured: dict[str, Any] | None = None
+    """the JSON object of a structured answer read from a forced tool call (Anthropic); None when the answer is
+    text (OpenAI's ``response_format`` answers arrive as JSON text)"""
 
     def to_message(self) -> Message:
         """The assistant turn to append to the conversation before sending tool results back."""
@@ -219,6 +222,8 @@ LOCAL_DUMMY_KEY = "not-needed"
 """sent as the API key to a custom base URL when none is set (local servers usually ignore it)"""
 
 DEFAULT_TIMEOUT_S = 300.0
+STRUCTURED_REJECTED = (400, 422)
+"""HTTP statuses that mean the server does not take a structured-output request"""
 
 
 class SDKBackend(ABC):
@@ -274,6 +279,44 @@ class SDKBackend(ABC):
 
     @abstractmethod
     def _send(self, request: dict[str, Any]) -> Any: ...
+
+    def _add_schema(self, request: dict[str, Any], name: str, description: str, schema: dict[str, Any]) -> None:
+        """Ask for a JSON answer matching ``schema`` in the provider's own way (tool use, ``response_format``)."""
+        raise NotImplementedError
+
+    def _parse_structured(self, response: Any, name: str) -> Completion:
+        return self._parse(response)
+
+    structured_output: bool = True
+    """False once the server rejected a structured-output request; ``complete_json`` then sends plain text"""
+
+    def complete_json(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any],
+        name: str = "answer",
+        description: str = "",
+        system: str | None = None,
+        max_tokens: int = 4096,
+        temperature: float | None = None,
+    ) -> Completion:
+        """A completion constrained to the JSON ``schema`` by the provider's structured output. A server that
+        rejects the request (HTTP 400/422, e.g. an OpenAI-compatible server without ``response_format``) is
+        remembered and this call, like later ones, falls back to a plain ``complete`` (the caller's prompt must
+        then state the schema)."""
+        if not self.structured_output:
+            return self.complete(messages, system=system, max_tokens=max_tokens, temperature=temperature)
+        request = self._request(normalize_messages(messages), system, None, max_tokens, temperature)
+        self._add_schema(request, name, description, schema)
+        try:
+            response = self._send(request)
+        except self.sdk_error as err:
+            if getattr(err, "status_code", None) in STRUCTURED_REJECTED:
+                self.structured_output = False
+                return self.complete(messages, system=system, max_tokens=max_tokens, temperature=temperature)
+            raise LLMError(self._describe_error(err)) from err
+        return self._parse_structured(response, name)
 
     @abstractmethod
     def _parse(self, response: Any) -> Completion: ...

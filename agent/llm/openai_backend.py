@@ -114,6 +114,51 @@ def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
+_STRICT_DROPPED = ("default", "minLength", "maxLength", "minItems", "maxItems", "minimum", "maximum",
+                   "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern", "format")
+"""keywords strict mode may not take; the answer's validation (pydantic) still enforces them"""
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``schema`` that OpenAI's strict mode accepts, or None when it cannot be made strict.
+
+    Strict mode wants every object closed (``additionalProperties: false``) with every property required, and
+    takes only a subset of keywords. Optional properties become required (the model then states the default
+    itself), validation-only keywords are dropped (pydantic checks them after), and open objects (``dict[str, X]``,
+    objects without ``properties``) disqualify the schema.
+    """
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, list):
+            return [fix(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: fix(v) for k, v in node.items() if k not in _STRICT_DROPPED}
+        if out.get("type") == "object" or "properties" in out:
+            if "properties" not in out or out.get("additionalProperties") not in (None, False):
+                raise ValueError("open object")
+            out["additionalProperties"] = False
+            out["required"] = list(out["properties"])
+        return out
+
+    try:
+        result = fix({k: v for k, v in schema.items()})
+    except ValueError:
+        return None
+    # property names such as "default" sit under "properties", where they are names, not keywords: keep them
+    return result if _same_properties(schema, result) else None
+
+
+def _same_properties(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        if "properties" in a and set(a["properties"]) != set(b.get("properties", {})):
+            return False
+        return all(_same_properties(v, b.get(k)) for k, v in a.items() if k in b)
+    if isinstance(a, list) and isinstance(b, list):
+        return all(_same_properties(x, y) for x, y in zip(a, b, strict=False))
+    return True
+
+
 def _parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
     try:
         value = json.loads(raw or "{}")
@@ -203,3 +248,12 @@ class OpenAIBackend(SDKBackend):
 
     def _parse(self, response: Any) -> Completion:
         return from_openai(response)
+
+    def _add_schema(self, request: dict[str, Any], name: str, description: str, schema: dict[str, Any]) -> None:
+        """``response_format`` json_schema, strict when the schema can be made strict (see ``strict_schema``)."""
+        strict = strict_schema(schema)
+        spec: dict[str, Any] = {"name": name, "schema": strict if strict is not None else schema,
+                                "strict": strict is not None}
+        if description:
+            spec["description"] = description
+        request["response_format"] = {"type": "json_schema", "json_schema": spec}

@@ -57,6 +57,36 @@ def complete_counted(
     return completion
 
 
+def complete_json_counted(
+    backend: LLMBackend,
+    messages: list[Message],
+    *,
+    schema: type[BaseModel],
+    role: str,
+    ledger: TokenLedger | None,
+    system: str | None = None,
+    max_tokens: int = 4096,
+    temperature: float | None = None,
+) -> Completion:
+    """A structured-output completion (``backend.complete_json``) when the backend offers one, else a plain
+    ``backend.complete``; its usage is recorded in ``ledger`` under ``role`` either way."""
+    complete_json = getattr(backend, "complete_json", None)
+    if complete_json is None:
+        return complete_counted(backend, messages, role=role, ledger=ledger, system=system, max_tokens=max_tokens,
+                                temperature=temperature)
+    completion = complete_json(messages, schema=schema.model_json_schema(), name=schema_name(schema),
+                               description=(schema.__doc__ or "").strip()[:1000], system=system,
+                               max_tokens=max_tokens, temperature=temperature)
+    if ledger is not None:
+        ledger.record(role, completion.model or backend.model, completion.usage)
+    return completion
+
+
+def schema_name(schema: type[BaseModel]) -> str:
+    """The schema's name as a tool / ``json_schema`` name (``^[a-zA-Z0-9_-]{1,64}$``)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "answer"
+
+
 def _user_message(prompt: Prompt, suffix: str) -> Message:
     parts = [prompt] if isinstance(prompt, str) else list(prompt)
     return Message.user(*parts, suffix)
@@ -173,23 +203,22 @@ def _ask_with_repair(
     max_attempts: int,
     max_tokens: int,
     temperature: float | None,
+    schema: type[BaseModel] | None = None,
 ) -> Any:
     """The repair loop of the validated helpers: ``judge`` turns each answer into the result or a ``_Retry``;
-    after a ``_Retry`` the answer and its repair message join the conversation, up to ``max_attempts`` requests."""
+    after a ``_Retry`` the answer and its repair message join the conversation, up to ``max_attempts`` requests.
+    With a ``schema`` each request asks for structured output (``complete_json_counted``)."""
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be ≥ 1, got {max_attempts}")
     messages = [_user_message(prompt, suffix)]
     error, answer = "", ""
     for attempt in range(1, max_attempts + 1):
-        completion = complete_counted(
-            backend,
-            messages,
-            role=role,
-            ledger=ledger,
-            system=system,
-            max_tokens=max_tokens,
-            temperature=temperature,
-        )
+        if schema is not None:
+            completion = complete_json_counted(backend, messages, schema=schema, role=role, ledger=ledger,
+                                               system=system, max_tokens=max_tokens, temperature=temperature)
+        else:
+            completion = complete_counted(backend, messages, role=role, ledger=ledger, system=system,
+                                          max_tokens=max_tokens, temperature=temperature)
         answer = completion.text
         verdict = judge(completion)
         if not isinstance(verdict, _Retry):
@@ -213,10 +242,20 @@ def ask_structured(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     temperature: float | None = None,
 ) -> T:
-    """Ask for a JSON answer that validates against ``schema``; repair up to ``max_attempts`` requests."""
+    """Ask for a JSON answer that validates against ``schema``; repair up to ``max_attempts`` requests.
+
+    The request uses the backend's structured output where it has one (Anthropic: a forced tool call; OpenAI:
+    ``response_format`` json_schema); an OpenAI-compatible server that rejects it gets the text request. Either
+    way the answer is validated against ``schema`` and a failing one gets the repair prompt. The schema is stated
+    in the prompt too, for the text fallback."""
 
     def judge(completion: Completion) -> T | _Retry:
         try:
+            if completion.structured is not None:
+                try:
+                    return schema.model_validate(completion.structured)
+                except ValidationError as err:
+                    raise OutputInvalid(describe_validation_error(err)) from err
             return parse_structured(completion.text, schema)
         except OutputInvalid as err:
             error = str(err)
@@ -226,7 +265,7 @@ def ask_structured(
 
     return _ask_with_repair(backend, system=system, prompt=prompt, suffix=schema_instructions(schema), judge=judge,
                             role=role, ledger=ledger, max_attempts=max_attempts, max_tokens=max_tokens,
-                            temperature=temperature)
+                            temperature=temperature, schema=schema)
 
 
 # -- code ----------------------------------------------------------------------------------------
