@@ -291,8 +291,13 @@ def run_planner(env: CodaEnv, seed: int | None = None) -> Demo:
     if reason is not None:
         demo.failure = f"not planned: {reason}"
         return demo
+    return execute_plan(env, demo, obs, subgoals(env))
+
+
+def execute_plan(env: CodaEnv, demo: Demo, obs: dict, goals: list[Atom], start: int = 0) -> Demo:
+    """Execute `goals` in order from the env's current state (observation `obs`), recording into `demo`; its
+    `steps` count from control step `start`. The loop of `run_planner` and of a takeover from a restored state."""
     run = Runner(env, demo, obs)
-    goals = subgoals(env)
     try:
         shares = slot_plan(env.state, goals)
         for i in range(len(goals)):
@@ -307,7 +312,7 @@ def run_planner(env: CodaEnv, seed: int | None = None) -> Demo:
     except PlanError as exc:
         demo.failure = str(exc)
     demo.success = env.success()
-    demo.steps = env.steps
+    demo.steps = env.steps - start
     if not demo.success and demo.failure is None:
         demo.failure = "plan finished without satisfying the predicate"
     return demo

@@ -34,10 +34,8 @@ import numpy as np
 from sim import helpers as h
 from sim.env import CodaEnv, EnvStates
 from sim.helpers import SceneState
-from sim.motion import Runner
-from sim.planner import Demo, _nearest_first, _steps_for, refusal, run_planner, subgoals
+from sim.planner import Demo, execute_plan, refusal, run_planner, subgoals
 from sim.predicates import Atom
-from sim.slots import PlanError, slot_plan
 from sim.spec import SceneSpec
 
 log = logging.getLogger(__name__)
@@ -327,26 +325,8 @@ def run_planner_from(env: CodaEnv, budget: int | None = None) -> Demo:
     if reason is not None:
         demo.failure = f"not planned: {reason}"
         return demo
-    run = Runner(env, demo, env.observe())
     goals = [a for a in subgoals(env) if not satisfied(env, a)]
     if not goals:
         demo.failure = f"no unsatisfied plannable goal in {env.spec.task.success} from step {start}"
         return demo
-    try:
-        shares = slot_plan(env.state, goals)
-        for i in range(len(goals)):
-            if run.done:
-                break
-            _nearest_first(env, goals, i)
-            atom = goals[i]
-            demo.subgoals.append(str(atom))
-            for _ in _steps_for(run, atom, shares):
-                if run.done:
-                    break
-    except PlanError as exc:
-        demo.failure = str(exc)
-    demo.success = env.success()
-    demo.steps = env.steps - start
-    if not demo.success and demo.failure is None:
-        demo.failure = "plan finished without satisfying the predicate"
-    return demo
+    return execute_plan(env, demo, env.observe(), goals, start)

@@ -280,9 +280,9 @@ class SDKBackend(ABC):
     @abstractmethod
     def _send(self, request: dict[str, Any]) -> Any: ...
 
+    @abstractmethod
     def _add_schema(self, request: dict[str, Any], name: str, description: str, schema: dict[str, Any]) -> None:
         """Ask for a JSON answer matching ``schema`` in the provider's own way (tool use, ``response_format``)."""
-        raise NotImplementedError
 
     def _parse_structured(self, response: Any, name: str) -> Completion:
         return self._parse(response)
