@@ -27,6 +27,18 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
   base-demo mix; planner calls = failed scenes, as `dt_failed_mix`.
 - `takeover_random_mix`: the same with the takeover step drawn uniformly over the failed episode's steps.
   (The base rollouts are recorded with traces only when a takeover arm is chosen.)
+- `dt_critic_mix`: a fresh chunk critic trained on the base's rollouts (`--critic-updates` TD updates, sparse
+  rewards), then AWR on those rollouts with advantages from that critic (`advantage = "q"`) plus BC on the
+  `dt_failed_mix` data — the control for the shaped critic.
+- `dt_shaped_mix`: the same with potential-based shaping in the critic's TD targets, r + γ^h Φ(s') − Φ(s), Φ the
+  diagnosis potential local to the failing phase of each failed scene (`policy.phase_potential`, scope
+  "phase"); the policy's advantages come from the shaped critic, so the optimal policy is unchanged (issue 19
+  item 5).
+- `dt_task_shaped_mix`: the same with Φ the task's staged progress on every scene (scope "task"): locality's
+  control.
+
+`--curve 50,100` also evaluates the BC and critic arms (`CURVE_ARMS`) on the held-out scenes after those numbers of policy updates (the
+evaluation does not change the training), for "updates to reach base + 5".
 
 `--base-mix all` makes the base-demo mix all of the base's demonstrations instead of the first half (a base
 trained to convergence on them: the control `base_bc` then adds no new information).
@@ -41,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import math
 import subprocess
@@ -55,14 +68,19 @@ from policy.checkpoint import TrainState, seed_everything
 from policy.config import PolicyConfig, TrainConfig
 from policy.evaluate import eval_specs, train_specs
 from policy.improve import awr_round, branch_round, collect
+from policy.phase_potential import episode_potentials
 from policy.rollout import Episode, chunk_fn, planner_demos, rollout
 from policy.takeover import ARM_RULE, arm_demos
-from policy.train import bc_finetune, demo_buffer, train_sft
+from policy.train import AfterUpdate, bc_finetune, demo_buffer, train_sft
 from sim.constants import FAMILIES
 from sim.spec import SceneSpec
 
 ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix", "takeover_diag_mix",
-        "takeover_random_mix")
+        "takeover_random_mix", "dt_critic_mix", "dt_shaped_mix", "dt_task_shaped_mix")
+SHAPED_ARMS = {"dt_critic_mix": None, "dt_shaped_mix": "phase", "dt_task_shaped_mix": "task"}
+"""critic arms → the scope of their potential (`policy.phase_potential`; None: sparse rewards)"""
+CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
+"""the arms `--curve` evaluates along the way (the BC and critic arms; not the branch arms)"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +95,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--updates", type=int, default=120, help="policy updates of every arm")
     parser.add_argument("--base-mix", choices=("half", "all"), default="half",
                         help="the base demonstrations every BC mix keeps: the first half (default) or all")
+    parser.add_argument("--critic-updates", type=int, default=None,
+                        help="critic TD updates of the critic arms before their policy updates (default: --updates)")
+    parser.add_argument("--curve", default="", help="comma-separated policy-update counts at which every arm is "
+                        "also evaluated (e.g. 50,100,150)")
     parser.add_argument("--eval", type=int, default=200, help="held-out in-distribution scenes (paired)")
     parser.add_argument("--out", default=None, help="also write the raw results (per scene and replicate) here")
 
@@ -87,17 +109,35 @@ def run(args) -> dict:
     if unknown:
         raise ValueError(f"unknown arm(s) {', '.join(unknown)}; valid arms: {', '.join(ARMS)}")
     seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    curve = curve_points(args.curve, args.updates)
     eval_scenes = eval_specs(args.family, "in", args.eval)
     per_seed = []
     head = {"family": args.family, "seeds": seeds, "replicates": args.replicates, "scenes": args.scenes,
             "updates": args.updates, "eval": args.eval, "base_demos": args.base_demos,
-            "base_updates": args.base_updates, "base_mix": args.base_mix, "commit": _commit()}
+            "base_updates": args.base_updates, "base_mix": args.base_mix, "curve": curve,
+            "critic_updates": _critic_updates(args), "commit": _commit()}
     for seed in seeds:
-        per_seed.append(run_seed(args, seed, arms, eval_scenes))
+        per_seed.append(run_seed(args, seed, arms, eval_scenes, curve))
         if args.out:  # written after every seed, so a long run keeps what it finished
             Path(args.out).write_text(json.dumps({**head, "per_seed": per_seed}) + "\n")
     base = [100 * float(np.mean(s["base"])) for s in per_seed]
     return {**head, "base_success": [round(b, 1) for b in base], "arms": summarize(per_seed, arms)}
+
+
+def curve_points(text: str, updates: int) -> list[int]:
+    """The `--curve` counts, sorted, each in 1..updates-1 (the final evaluation is always made)."""
+    try:
+        points = sorted({int(x) for x in str(text or "").split(",") if x.strip()})
+    except ValueError:
+        raise ValueError(f"--curve must be comma-separated integers, got {text!r}") from None
+    bad = [p for p in points if not 0 < p < updates]
+    if bad:
+        raise ValueError(f"--curve counts must lie in 1..{updates - 1} (below --updates), got {bad}")
+    return points
+
+
+def _critic_updates(args) -> int:
+    return args.updates if getattr(args, "critic_updates", None) is None else int(args.critic_updates)
 
 
 def _commit() -> str:
@@ -117,7 +157,8 @@ def successes(state: TrainState, scenes: Sequence[SceneSpec]) -> list[int]:
     return out
 
 
-def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSpec]) -> dict:
+def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSpec], curve: Sequence[int] = ()
+             ) -> dict:
     say = lambda msg: print(f"[round {args.family} seed {seed}] {msg}", file=sys.stderr, flush=True)  # noqa: E731
     t0 = time.process_time()
     base_demos = planner_demos(train_specs(args.family, args.base_demos, start=300_000 + 10_000 * seed))
@@ -125,7 +166,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     base_cpu = time.process_time() - t0
     round_scenes = train_specs(args.family, args.scenes, start=100_000 + 1_000 * seed)
     episodes = collect(base, round_scenes, args.rollouts_per_scene, seed=seed,
-                       record=any(a in ARM_RULE for a in arms))
+                       record=any(a in ARM_RULE or SHAPED_ARMS.get(a) for a in arms))
     dt = planner_demos(round_scenes)
     own = [ep for ep in episodes if ep.success]
     half = base_demos if args.base_mix == "all" else base_demos[: max(1, len(base_demos) // 2)]
@@ -133,40 +174,53 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     failed = [s for s in round_scenes if s.spec_hash() not in solved]
     dt_failed = [ep for ep in dt if ep.spec_hash not in solved]
     takeover, takeover_stats = arm_demos(arms, episodes, solved, seed=seed)  # empty unless a takeover arm is chosen
+    phis, phi_stats = {}, {}
+    for arm in arms:
+        if SHAPED_ARMS.get(arm):
+            phis[arm], phi_stats[arm] = episode_potentials(episodes, SHAPED_ARMS[arm])
+    dt_failed_mix = dt_failed + own + half
     base_eval = successes(base, eval_scenes)
     say(f"base {np.mean(base_eval):.3f} on {len(eval_scenes)} held-out scenes; rollouts {np.mean([e.success for e in episodes]):.3f}; "
         f"D_t {len(dt)}/{len(round_scenes)} planner demos, {len(dt_failed)}/{len(failed)} on failed scenes")
-    updates: dict[str, Callable[[TrainState, int], dict]] = {
-        "today": lambda s, r: _today(s, r, episodes, round_scenes, half, args.updates),
-        "dt": lambda s, r: _bc(s, dt + own, args.updates),
-        "dt_branch": lambda s, r: branch_round(s, round_scenes, policy_updates=args.updates, demos=dt + own, seed=r),
-        "base_bc": lambda s, r: _bc(s, half, args.updates),
-        "dt_mix": lambda s, r: _bc(s, dt + own + half, args.updates),
-        "dt_branch_mix": lambda s, r: branch_round(s, round_scenes, policy_updates=args.updates,
+    updates: dict[str, Callable[[TrainState, int, AfterUpdate | None], dict]] = {
+        "today": lambda s, r, h: _today(s, r, episodes, round_scenes, half, args.updates),
+        "dt": lambda s, r, h: _bc(s, dt + own, args.updates, h),
+        "dt_branch": lambda s, r, h: branch_round(s, round_scenes, policy_updates=args.updates, demos=dt + own, seed=r),
+        "base_bc": lambda s, r, h: _bc(s, half, args.updates, h),
+        "dt_mix": lambda s, r, h: _bc(s, dt + own + half, args.updates, h),
+        "dt_branch_mix": lambda s, r, h: branch_round(s, round_scenes, policy_updates=args.updates,
                                                    demos=dt + own + half, seed=r),
-        "dt_failed_mix": lambda s, r: _bc(s, dt_failed + own + half, args.updates),
-        "takeover_diag_mix": lambda s, r: _bc(s, takeover["takeover_diag_mix"] + own + half, args.updates),
-        "takeover_random_mix": lambda s, r: _bc(s, takeover["takeover_random_mix"] + own + half, args.updates),
+        "dt_failed_mix": lambda s, r, h: _bc(s, dt_failed_mix, args.updates, h),
+        "takeover_diag_mix": lambda s, r, h: _bc(s, takeover["takeover_diag_mix"] + own + half, args.updates, h),
+        "takeover_random_mix": lambda s, r, h: _bc(s, takeover["takeover_random_mix"] + own + half, args.updates, h),
+        **{arm: (lambda s, r, h, arm=arm: _critic(s, episodes, dt_failed_mix, args.updates, _critic_updates(args),
+                                                phis.get(arm), h))
+           for arm in SHAPED_ARMS},
     }
     planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0,
                      "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes), "dt_failed_mix": len(failed),
-                     "takeover_diag_mix": len(failed), "takeover_random_mix": len(failed)}
+                     "takeover_diag_mix": len(failed), "takeover_random_mix": len(failed),
+                     **{arm: len(failed) for arm in SHAPED_ARMS}}
     results: dict[str, dict] = {}
     for arm in arms:
         reps = []
         for r in range(args.replicates):
             state = _copy(base, seed=1000 * (seed + 1) + r)
+            points: dict[str, list[int]] = {}
+            spent: list[float] = []
+            hook = _curve_hook(state, eval_scenes, curve, points, spent) if arm in CURVE_ARMS else None
             c0 = time.process_time()
-            info = updates[arm](state, r)
-            cpu = time.process_time() - c0
+            info = updates[arm](state, r, hook)
+            cpu = time.process_time() - c0 - sum(spent)
             got = successes(state, eval_scenes)
-            reps.append({"replicate": r, "success": got, "cpu_s": round(cpu, 1),
+            reps.append({"replicate": r, "success": got, "cpu_s": round(cpu, 1), **({"curve": points} if points else {}),
                          "positive_chunks": info.get("positive_chunks", info.get("branch", {}).get("positive_chunks"))})
             say(f"{arm} replicate {r}: {np.mean(got):.3f} ({cpu:.0f} s CPU)")
-        results[arm] = {"planner_calls": planner_calls[arm], "replicates": reps}
+        results[arm] = {"planner_calls": planner_calls[arm], "updates": args.updates, "replicates": reps}
     return {"seed": seed, "base": base_eval, "base_cpu_s": round(base_cpu, 1), "dt_demos": len(dt), "failed_scenes": len(failed),
             "own_successes": len(own), "rollouts": len(episodes), "arms": results,
-            **({"takeover": takeover_stats} if takeover_stats else {})}
+            **({"takeover": takeover_stats} if takeover_stats else {}),
+            **({"potentials": phi_stats} if phi_stats else {})}
 
 
 def _copy(base: TrainState, seed: int) -> TrainState:
@@ -177,9 +231,40 @@ def _copy(base: TrainState, seed: int) -> TrainState:
     return state
 
 
-def _bc(state: TrainState, demos: Sequence[Episode], updates: int) -> dict:
-    log = bc_finetune(state, demo_buffer(demos), updates)
+def _curve_hook(state: TrainState, scenes: Sequence[SceneSpec], curve: Sequence[int],
+                points: dict[str, list[int]], spent: list[float]) -> AfterUpdate | None:
+    """after_update(k): at each curve count k, the success on `scenes` (eval mode, deterministic chunks: no RNG
+    the training reads is touched) into points[str(k)], its CPU seconds appended to `spent`."""
+    if not curve:
+        return None
+    wanted = set(curve)
+
+    def hook(k: int) -> None:
+        if k in wanted:
+            c0 = time.process_time()
+            state.policy.eval()
+            points[str(k)] = successes(state, scenes)
+            state.policy.train()
+            spent.append(time.process_time() - c0)
+
+    return hook
+
+
+def _bc(state: TrainState, demos: Sequence[Episode], updates: int, hook: AfterUpdate | None = None) -> dict:
+    log = bc_finetune(state, demo_buffer(demos), updates, after_update=hook)
     return {"updates": log.updates, "demos": len(demos)}
+
+
+def _critic(state: TrainState, episodes: Sequence[Episode], demos: Sequence[Episode], updates: int,
+            critic_updates: int, potentials: dict[int, list[float]] | None, hook: AfterUpdate | None = None) -> dict:
+    """A fresh critic on the rollouts (shaped by `potentials` when given, β = 1), then AWR with the critic's own
+    advantages plus BC on `demos`."""
+    state.train_config = dataclasses.replace(state.train_config, advantage="q", shaping_beta=1.0)
+    pot = (lambda ep: potentials.get(id(ep), [0.0] * (ep.steps + 1))) if potentials else None
+    info = awr_round(state, [], episodes=episodes, demos=demos, critic_updates=critic_updates,
+                     policy_updates=updates, potential=pot, after_update=hook)
+    return {"updates": updates, "critic_updates": critic_updates, "demos": len(demos),
+            "shaped_episodes": len(potentials or {}), "final_loss": info.get("final_loss")}
 
 
 def _today(state: TrainState, seed: int, episodes: Sequence[Episode], scenes: Sequence[SceneSpec],
@@ -219,8 +304,33 @@ def summarize(per_seed: Sequence[dict], arms: Sequence[str]) -> dict:
             "replicate_spread_points": round(100 * max(spread), 1),
             "planner_calls": per_seed[0]["arms"][arm]["planner_calls"],
             "cpu_s_per_update_run": round(float(np.mean(cpu)), 1),
+            **_curve_summary(per_seed, arm),
         }
     return out
+
+
+def _curve_summary(per_seed: Sequence[dict], arm: str, gain: float = 0.05) -> dict:
+    """With `--curve`: success (replicate and seed mean, %) at each count, and per seed the first count at which
+    the replicate-mean success reaches the base's + `gain` (None: not within the arm's updates)."""
+    reps = [s["arms"][arm]["replicates"] for s in per_seed]
+    if not all(r.get("curve") for rs in reps for r in rs):
+        return {}
+    final = str(per_seed[0]["arms"][arm].get("updates", 0))
+    counts = sorted(int(k) for k in reps[0][0]["curve"])
+    curve, reach = {}, []
+    for k in [*counts, None]:
+        means = [float(np.mean([np.mean(r["curve"][str(k)] if k is not None else r["success"]) for r in rs]))
+                 for rs in reps]
+        curve[str(k) if k is not None else final] = round(100 * float(np.mean(means)), 1)
+    for s, rs in zip(per_seed, reps, strict=True):
+        target = float(np.mean(s["base"])) + gain
+        hit = None
+        for k in [*counts, None]:
+            if np.mean([np.mean(r["curve"][str(k)] if k is not None else r["success"]) for r in rs]) >= target:
+                hit = k if k is not None else int(final)
+                break
+        reach.append(hit)
+    return {"curve": curve, "updates_to_base_plus_5": reach}
 
 
 def _paired(diffs: Sequence[float]) -> dict:

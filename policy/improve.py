@@ -9,7 +9,7 @@ import torch
 
 from policy.checkpoint import TrainState
 from policy.rollout import Episode, chunk_fn, rollout
-from policy.train import Progress, awr_steps, demo_buffer, rollout_buffer
+from policy.train import AfterUpdate, Progress, awr_steps, demo_buffer, rollout_buffer
 from sim.spec import SceneSpec
 from sim.workers import Executor
 
@@ -34,14 +34,15 @@ def collect(state: TrainState, specs: Sequence[SceneSpec], rollouts_per_scene: i
 def awr_round(state: TrainState, specs: Sequence[SceneSpec], *, rollouts_per_scene: int = 2,
               demos: Sequence[Episode] | None = None, critic_updates: int = 300, policy_updates: int = 300,
               potential: PotentialFn | None = None, seed: int = 0, progress: Progress | None = None,
-              episodes: Sequence[Episode] | None = None, executor: Executor | None = None) -> dict:
+              episodes: Sequence[Episode] | None = None, executor: Executor | None = None,
+              after_update: AfterUpdate | None = None) -> dict:
     """Collect (unless `episodes` are given), then K_Q critic and K_π policy updates. Returns round metrics."""
     episodes = (list(episodes) if episodes is not None
                 else collect(state, specs, rollouts_per_scene, seed=seed, executor=executor))
     phis = [potential(ep) for ep in episodes] if potential else None
     buf = rollout_buffer(episodes, potentials=phis)
     dbuf = demo_buffer(demos) if demos else None
-    tlog = awr_steps(state, buf, dbuf, critic_updates, policy_updates, progress)
+    tlog = awr_steps(state, buf, dbuf, critic_updates, policy_updates, progress, after_update)
     return {
         "episodes": len(episodes),
         "rollout_success": sum(e.success for e in episodes) / max(1, len(episodes)),

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, dict], None]
 """called as progress(done, total, metrics)"""
+AfterUpdate = Callable[[int], None]
+"""called as after_update(k) after the k-th policy update of a loop (k = 1..updates), the policy in train mode"""
 
 
 @dataclass
@@ -119,7 +121,7 @@ def train_sft(demos: Sequence[Episode], pcfg: PolicyConfig, tcfg: TrainConfig, u
 
 
 def bc_steps(state: TrainState, buf: ChunkReplayBuffer, updates: int, progress: Progress | None = None,
-             set_lr: Callable[[int], None] | None = None) -> TrainLog:
+             set_lr: Callable[[int], None] | None = None, after_update: AfterUpdate | None = None) -> TrainLog:
     """`updates` BC updates on batches from `buf`; `set_lr(i)` (a learning-rate schedule) before update i."""
     cfg, losses, t0 = state.train_config, [], time.perf_counter()
     state.policy.train()
@@ -131,21 +133,25 @@ def bc_steps(state: TrainState, buf: ChunkReplayBuffer, updates: int, progress: 
             out = bc_update(state.policy, state.policy_optimizer, batch, cfg)
         losses.append(float(out["bc_mse"]))
         state.step += 1
+        if after_update is not None:
+            after_update(i + 1)
         if progress and (i + 1) % max(1, updates // 20) == 0:
             progress(i + 1, updates, {"loss": float(np.mean(losses[-20:]))})
     state.policy.eval()
     return TrainLog(updates, time.perf_counter() - t0, losses)
 
 
-def bc_finetune(state: TrainState, demos: ChunkReplayBuffer, updates: int, progress: Progress | None = None
-                ) -> TrainLog:
+def bc_finetune(state: TrainState, demos: ChunkReplayBuffer, updates: int, progress: Progress | None = None,
+                after_update: AfterUpdate | None = None) -> TrainLog:
     """BC fine-tuning of a trained policy (a round's demonstrations): a fresh optimizer with the fine-tuning
     warmup, like the AWR updates of a round, then `updates` BC updates."""
-    return bc_steps(state, demos, updates, progress, set_lr=finetune_schedule(state) if updates else None)
+    return bc_steps(state, demos, updates, progress, set_lr=finetune_schedule(state) if updates else None,
+                    after_update=after_update)
 
 
 def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplayBuffer | None,
-              critic_updates: int, policy_updates: int, progress: Progress | None = None) -> TrainLog:
+              critic_updates: int, policy_updates: int, progress: Progress | None = None,
+              after_update: AfterUpdate | None = None) -> TrainLog:
     """K_Q critic updates then K_π AWR policy updates (+ BC on demos when given)."""
     if state.critic is None:
         attach_critic(state)
@@ -168,6 +174,8 @@ def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplay
             out = policy_update(state.policy, state.policy_optimizer, batch, state.critic, cfg, demo)
         losses.append(float(out["policy_loss"]))
         state.step += 1
+        if after_update is not None:
+            after_update(i + 1)
         if progress and (critic_updates + i + 1) % max(1, total // 20) == 0:
             progress(critic_updates + i + 1, total, {"policy_loss": float(np.mean(losses[-20:]))})
     state.policy.eval()

@@ -5,6 +5,12 @@ scene: one block of subgoals per goal of the success predicate (in `order_subgoa
 diagnosed phase is refined by the cause (`level` 2: e.g. hover clear of the named obstacle before descending),
 `level` 1 drops the refinement, `level` 0 is one coarse subgoal per goal. Completions are cumulative: each
 stays true through the later subgoals of its goal (they all include "goal done").
+
+`local=True` keeps the potential local to the failing phase: the subgoals end with the diagnosed phase's subgoal
+of the failing goal (`goal`, else the goal whose object the cause names, else the first), so Φ measures progress
+up to and through that phase (e.g. grasp quality for a grasp failure) and is flat after it, instead of the task's
+staged progress. Any Φ keeps the optimal policy (potential-based shaping); locality only decides where the dense
+signal is.
 """
 
 from __future__ import annotations
@@ -31,11 +37,18 @@ def clip01(x):
 '''
 
 
+PHASE_RANK = {"approach": 0, "grasp": 1, "lift": 2, "transport": 3, "open": 3, "close": 3, "place": 4, "release": 5,
+              "other": 6}
+"""order of the phases within one goal's block of subgoals (`sim.constants.PHASES`)"""
+
+
 @dataclass
 class Sub:
     text: str
     complete: str
     potential: str
+    phase: str = "other"
+    """the phase this subgoal belongs to (`PHASE_RANK`)"""
 
 
 def _atom_expr(op: str, o: str, d: str, params: dict) -> str:
@@ -62,20 +75,20 @@ def move_block(i: int, op: str, o: str, d: str, params: dict, dist0: tuple[float
     defs = [f"def done_{i}(s):\n    return {_atom_expr(op, o, d, params)} and not h.is_grasped(s, {o!r})\n",
             f"def over_{i}(s):\n    return h.xy_distance(s, {o!r}, {d!r}) < {over:.3f}\n"]
     reach = Sub(f"reach the {o}", f"h.tcp_distance(s, {o!r}) < 0.04 or {held} or {done}",
-                f"1.0 - clip01(h.tcp_distance(s, {o!r}) / {tcp0:.3f})")
+                f"1.0 - clip01(h.tcp_distance(s, {o!r}) / {tcp0:.3f})", "approach")
     grasp = Sub(f"grasp the {o}", f"{held} or {done}",
-                f"0.5 * sum(h.fingers_touching(s, {o!r})) * clip01(1.0 - h.tcp_distance(s, {o!r}) / 0.08)")
+                f"0.5 * sum(h.fingers_touching(s, {o!r})) * clip01(1.0 - h.tcp_distance(s, {o!r}) / 0.08)", "grasp")
     lift = Sub(f"lift the {o}", f"({held} and (h.lift_height(s, {o!r}) >= {LIFT} or over_{i}(s))) or {done}",
-               f"clip01(h.lift_height(s, {o!r}) / {LIFT}) if {held} else 0.0")
+               f"clip01(h.lift_height(s, {o!r}) / {LIFT}) if {held} else 0.0", "lift")
     carry = Sub(f"carry the {o} over the {d}", f"({held} and over_{i}(s)) or {done}",
-                f"(1.0 - clip01(h.xy_distance(s, {o!r}, {d!r}) / {xy0:.3f})) if {held} else 0.0")
+                f"(1.0 - clip01(h.xy_distance(s, {o!r}, {d!r}) / {xy0:.3f})) if {held} else 0.0", "transport")
     place = Sub(f"put the {o} {op} the {d}", f"{_atom_expr(op, o, d, params)} or {done}",
-                f"1.0 - clip01((h.bottom_z(s, {o!r}) - {_floor_expr(op, d)}) / 0.2)")
-    release = Sub(f"let go of the {o}", done, "clip01(h.finger_gap(s) / 0.08)")
+                f"1.0 - clip01((h.bottom_z(s, {o!r}) - {_floor_expr(op, d)}) / 0.2)", "place")
+    release = Sub(f"let go of the {o}", done, "clip01(h.finger_gap(s) / 0.08)", "release")
     if level == 0:
         return [Sub(f"move the {o} {op} the {d}", done,
                     f"0.5 * (1.0 - clip01(h.tcp_distance(s, {o!r}) / {tcp0:.3f})) + "
-                    f"0.5 * (1.0 - clip01(h.xy_distance(s, {o!r}, {d!r}) / {xy0:.3f}))")], defs[:1]
+                    f"0.5 * (1.0 - clip01(h.xy_distance(s, {o!r}, {d!r}) / {xy0:.3f}))", "release")], defs[:1]
     subs = [reach, grasp, lift, carry, place, release]
     if compact:  # several goals: reach folds into grasp, lift into carry
         grasp.potential = f"0.6 * ({reach.potential}) + 0.2 * sum(h.fingers_touching(s, {o!r}))"
@@ -86,14 +99,14 @@ def move_block(i: int, op: str, o: str, d: str, params: dict, dist0: tuple[float
         hover = Sub(f"hover above the {o} clear of {', '.join(others) or 'its neighbours'}",
                     f"math.hypot(*(h.gripper_position(s)[:2] - h.position(s, {o!r})[:2])) < 0.02 or {held} or {done}",
                     f"(1.0 - clip01(math.hypot(*(h.gripper_position(s)[:2] - h.position(s, {o!r})[:2])) / "
-                    f"{tcp0:.3f})) * (0.5 if ({avoid}) else 1.0)")
+                    f"{tcp0:.3f})) * (0.5 if ({avoid}) else 1.0)", "approach")
         reach.potential = f"({reach.potential}) * (0.5 if ({avoid}) else 1.0)"
         subs = [hover, *subs]
     elif level >= 2 and refine == "transport" and others:
         top = "[" + ", ".join(f"h.top_z(s, {n!r})" for n in others) + "]"
         clear = Sub(f"raise the {o} above the {', '.join(others)}",
                     f"({held} and h.bottom_z(s, {o!r}) > max({top}) + 0.03) or over_{i}(s) or {done}",
-                    f"clip01(h.bottom_z(s, {o!r}) / (max({top}) + 0.03)) if {held} else 0.0")
+                    f"clip01(h.bottom_z(s, {o!r}) / (max({top}) + 0.03)) if {held} else 0.0", "transport")
         subs = [*subs[:-3], clear, *subs[-3:]]
     elif level >= 2 and refine in ("grasp", "lift"):
         grasp.potential = (f"0.5 * sum(h.fingers_touching(s, {o!r})) * clip01(1.0 - "
@@ -104,10 +117,10 @@ def move_block(i: int, op: str, o: str, d: str, params: dict, dist0: tuple[float
 def hold_block(o: str, height: float, tcp0: float) -> list[Sub]:
     held = f"h.is_grasped(s, {o!r})"
     return [Sub(f"reach the {o}", f"h.tcp_distance(s, {o!r}) < 0.04 or {held}",
-                f"1.0 - clip01(h.tcp_distance(s, {o!r}) / {max(tcp0, 0.05):.3f})"),
-            Sub(f"grasp the {o}", held, f"0.5 * sum(h.fingers_touching(s, {o!r}))"),
+                f"1.0 - clip01(h.tcp_distance(s, {o!r}) / {max(tcp0, 0.05):.3f})", "approach"),
+            Sub(f"grasp the {o}", held, f"0.5 * sum(h.fingers_touching(s, {o!r}))", "grasp"),
             Sub(f"lift the {o} {height:g} m", f"{held} and h.lift_height(s, {o!r}) >= {height!r}",
-                f"clip01(h.lift_height(s, {o!r}) / {height!r}) if {held} else 0.0")]
+                f"clip01(h.lift_height(s, {o!r}) / {height!r}) if {held} else 0.0", "lift")]
 
 
 def articulate_block(f: str, lo: float, hi: float, start: float, tcp0: float, level: int) -> list[Sub]:
@@ -116,13 +129,13 @@ def articulate_block(f: str, lo: float, hi: float, start: float, tcp0: float, le
     progress = f"clip01(abs(h.open_fraction(s, {f!r}) - {start:.3f}) / {max(abs(target - start), 0.05):.3f})"
     move = "open" if target > start else "close"
     if level == 0:
-        return [Sub(f"{move} the {f}", goal, progress)]
+        return [Sub(f"{move} the {f}", goal, progress, move)]
     held = f"h.is_grasped(s, {f!r})"
     return [Sub(f"reach the handle of the {f}", f"h.tcp_distance(s, {f!r}) < 0.03 or {held} or {goal}",
-                f"1.0 - clip01(h.tcp_distance(s, {f!r}) / {max(tcp0, 0.05):.3f})"),
-            Sub(f"grasp the handle of the {f}", f"{held} or {goal}", f"0.5 * sum(h.fingers_touching(s, {f!r}))"),
-            Sub(f"{move} the {f} to {lo:g}-{hi:g}", goal, progress),
-            Sub(f"let go of the {f}", f"{goal} and not {held}", "clip01(h.finger_gap(s) / 0.08)")]
+                f"1.0 - clip01(h.tcp_distance(s, {f!r}) / {max(tcp0, 0.05):.3f})", "approach"),
+            Sub(f"grasp the handle of the {f}", f"{held} or {goal}", f"0.5 * sum(h.fingers_touching(s, {f!r}))", "grasp"),
+            Sub(f"{move} the {f} to {lo:g}-{hi:g}", goal, progress, move),
+            Sub(f"let go of the {f}", f"{goal} and not {held}", "clip01(h.finger_gap(s) / 0.08)", "release")]
 
 
 def _over_radius(st, d: str) -> float:
@@ -133,13 +146,15 @@ def _over_radius(st, d: str) -> float:
 
 
 def write_program(spec, *, factor: str, phase: str, cause: str, tool: str, level: int = 2,
-                  cause_objects: list[str] | None = None) -> str:
-    """A complete potential program for `spec` guided by the diagnosis (see the module docstring)."""
+                  cause_objects: list[str] | None = None, local: bool = False, goal: int | None = None) -> str:
+    """A complete potential program for `spec` guided by the diagnosis (see the module docstring); `local` ends
+    the subgoals at the diagnosed phase of goal `goal` (0-based, in planner order)."""
     env = CodaEnv(spec)
     env.reset()
     st = env.state
     goals = order_subgoals(spec.task.success)
     subs: list[Sub] = []
+    owner: list[int] = []  # goal index of each subgoal
     defs: list[str] = []
     per_goal_level = level if len(goals) <= 2 else min(level, 0)
     for i, a in enumerate(goals, start=1):
@@ -158,12 +173,30 @@ def write_program(spec, *, factor: str, phase: str, cause: str, tool: str, level
                                       compact=len(goals) > 1)
             subs += block
             defs += extra
+        owner += [i - 1] * (len(subs) - len(owner))
+    if local:
+        if goal is None:
+            named = [k for k, a in enumerate(goals) if a.args[0] in (cause_objects or [])]
+            goal = named[0] if named else 0
+        subs = subs[: local_end(subs, owner, min(max(int(goal), 0), len(goals) - 1), phase)]
     lines = [HEADER.format(instruction=spec.task.instruction, factor=factor, phase=phase, cause=cause.replace('"', "'")),
              *defs, f"SUBGOALS = {[s.text for s in subs]!r}", f"LEARNING_TOOL = {tool!r}", ""]
     for k, sub in enumerate(subs, start=1):
         lines.append(f"def complete_{k}(s):\n    return bool({sub.complete})\n")
         lines.append(f"def potential_{k}(s):\n    return clip01({sub.potential})\n")
     return "\n".join(lines)
+
+
+def local_end(subs: list[Sub], owner: list[int], goal: int, phase: str) -> int:
+    """How many subgoals a local potential keeps: through the last subgoal of `goal` in `phase`, else through the
+    first one of `goal` past it (a phase folded into a later subgoal), else the whole block of `goal`."""
+    rank = PHASE_RANK.get(phase, PHASE_RANK["other"])
+    mine = [k for k, g in enumerate(owner) if g == goal]
+    same = [k for k in mine if subs[k].phase == phase]
+    if same:
+        return same[-1] + 1
+    later = [k for k in mine if PHASE_RANK.get(subs[k].phase, 6) >= rank]
+    return (later[0] if later else mine[-1]) + 1
 
 
 def cause_objects(cause: str, names: list[str]) -> list[str]:

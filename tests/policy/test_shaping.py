@@ -101,3 +101,78 @@ def test_shaping_leaves_advantages_unchanged(beta):
     r_wrong = shaped_chunk_rewards(r, phi[s_idx], phi[s2_idx], GAMMA, H, beta, np.zeros_like(terminal[s2_idx]))
     Q_w, V_w = exact_q(P, r_wrong, terminal, pi, DISC)
     assert np.abs((Q_w - V_w[:, None])[live] - adv).max() > 1e-3
+
+
+class _TabularCritic:
+    """Q(s, a) from a table, behind the chunk critic's interface (obs["s"] = state, chunk[..., 0, 0] = action)."""
+
+    def __init__(self, q: np.ndarray):
+        self.table = torch.tensor(q, dtype=torch.float64)
+
+    def _q(self, s: torch.Tensor, chunks: torch.Tensor) -> torch.Tensor:
+        a = chunks[..., 0, 0].long()
+        return self.table[s.view(-1, *([1] * (a.dim() - 1))).expand_as(a), a].unsqueeze(-1).expand(*a.shape, 2)
+
+    def __call__(self, obs, chunks):
+        return self._q(obs["s"], chunks)
+
+    def encode(self, batch):
+        return batch["s"]
+
+    def heads_from_features(self, feat, chunks):
+        return self._q(feat, chunks)
+
+
+class _DeterministicPolicy:
+    def __init__(self, action: np.ndarray):
+        self.action = torch.tensor(action)
+
+    def sample(self, obs, j):
+        a = self.action[obs["s"]].double()
+        return a.view(-1, 1, 1, 1).expand(-1, j, 2, 1).clone()
+
+
+def test_shaped_critic_code_path_keeps_advantages_on_an_exact_mdp():
+    """The critic's own TD targets (`policy.awr.td_targets`, iterated to the fixed point over the exact transition
+    probabilities) and its advantages (`advantages(mode="q")`): shaped by β·Φ they give the unshaped advantages,
+    and Q_Φ = Q − βΦ(s) — the shaped critic the round trains leaves the policy's optimum unchanged."""
+    from policy.awr import advantages, td_targets
+    from policy.data import ACTION, DONE, INSTRUCTION_EMB, NEXT, PHI_NEXT, PHI_S, REWARD
+    from sim.constants import OBS_OBJECT_MASK, OBS_OBJECTS, OBS_PROPRIO
+
+    P, r, terminal, _ = chain_mdp()
+    S, A, _ = P.shape
+    act = np.random.default_rng(3).integers(0, A, size=S)
+    pi = np.eye(A)[act]
+    phi = np.random.default_rng(4).uniform(0.0, 1.0, size=S)
+    beta = 2.0
+    Q_exact, V_exact = exact_q(P, r, terminal, pi, DISC)
+    s, a, s2 = (x.reshape(-1) for x in np.meshgrid(np.arange(S), np.arange(A), np.arange(S), indexing="ij"))
+    n = len(s)
+    zeros = torch.zeros(n, 1)
+    batch = {"s": torch.tensor(s), NEXT + "s": torch.tensor(s2), ACTION: torch.tensor(a, dtype=torch.float64).view(n, 1, 1).expand(n, 2, 1),
+             REWARD: torch.tensor(r[s, a, s2]), DONE: torch.tensor(terminal[s2]), INSTRUCTION_EMB: zeros,
+             **{NEXT + k: zeros for k in (OBS_OBJECTS, OBS_OBJECT_MASK, OBS_PROPRIO)}}
+    policy = _DeterministicPolicy(act)
+
+    def solve(b: float) -> np.ndarray:
+        q = np.zeros((S, A))
+        tr = {**batch, PHI_S: torch.tensor(phi[s]), PHI_NEXT: torch.tensor(phi[s2])}
+        for _ in range(400):
+            y = td_targets(_TabularCritic(q), policy, tr, DISC, beta=b, j=4).double().numpy()
+            q_new = np.zeros((S, A))
+            np.add.at(q_new, (s, a), P[s, a, s2] * y)
+            q_new[terminal] = 0.0
+            q = q_new
+        return q
+
+    live = ~terminal
+    q_sparse, q_shaped = solve(0.0), solve(beta)
+    np.testing.assert_allclose(q_sparse[live], Q_exact[live], atol=1e-5)  # the code path finds the exact values
+    np.testing.assert_allclose(q_shaped[live], (Q_exact - beta * phi[:, None])[live], atol=1e-5)
+    adv = {b: advantages(_TabularCritic(q), policy, {"s": torch.tensor(s), ACTION: batch[ACTION]}, j=4, mode="q"
+                         ).double().numpy() for b, q in (("sparse", q_sparse), ("shaped", q_shaped))}
+    keep = live[s]
+    np.testing.assert_allclose(adv["shaped"][keep], adv["sparse"][keep], atol=1e-5)
+    np.testing.assert_allclose(adv["sparse"][keep], (Q_exact - V_exact[:, None])[s, a][keep], atol=1e-5)
+    assert np.abs(adv["sparse"][keep]).max() > 1e-2  # not vacuous
