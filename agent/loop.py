@@ -603,9 +603,9 @@ class CoEvolution:
                 if sid not in fresh and key in library:
                     reused[sid] = library[key]
             ids += [x["rollout_id"] for x in earlier if x["scene_id"] in fresh or x["scene_id"] in reused]
-        # the chunk critic is read only by critic action selection (branch AWR uses Monte-Carlo advantages and
-        # values cut branches by Φ itself): no critic updates where nothing uses them (issue 19, cost)
-        critic_updates = p.critic_updates if m.select == "critic" else 0
+        # the chunk critic is read only by critic action selection and the critic round update (branch AWR uses
+        # Monte-Carlo advantages and values cut branches by Φ itself): no critic updates where nothing uses them
+        critic_updates = p.critic_updates if m.select == "critic" or p.round_update == "critic" else 0
         args = dict(rollout_ids=list(dict.fromkeys(ids)), critic_updates=critic_updates,
                     policy_updates=p.policy_updates if m.update_policy else 0, lora=p.lora)
         if p.round_update != "branch":

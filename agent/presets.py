@@ -14,6 +14,9 @@ from policy.config import (
 )
 from sim.constants import EPS_NOVEL, EPS_REPLAY, FAMILIES, SUCCESS_BAND
 
+ROUND_UPDATES = ("bc", "branch", "critic")
+"""the policy updates a round may use (`Preset.round_update`)"""
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -56,8 +59,11 @@ class Preset:
     round_update: str = "bc"
     """the policy update of a round: "bc" (behaviour cloning on the round's BC data; the default by protocol v3 of
     the round decision experiment, where branch AWR on the same data was 3-5 points lower at ≈ 7x the CPU) or
-    "branch" (branch AWR with the BC data mixed in). Text2potential shapes only the branch update (and the critic
-    where critic selection reads it): with "bc" the compiled potentials are checked and stored but train nothing"""
+    "branch" (branch AWR with the BC data mixed in) or "critic" (the chunk critic trained on the round's rollouts
+    with potential-based shaping by the compiled potentials, then AWR on the rollouts with the critic's own
+    advantages plus the BC data; `dt_shaped_mix` of `coda bench round`, protocol v4). Text2potential shapes the
+    branch and critic updates (and the critic where critic selection reads it): with "bc" the compiled potentials
+    are checked and stored but train nothing"""
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -65,8 +71,8 @@ class Preset:
                      "eval_per_suite", "interim_eval_per_suite"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.round_update not in ("branch", "bc"):
-            raise ValueError(f"round_update must be 'branch' or 'bc', got {self.round_update!r}")
+        if self.round_update not in ROUND_UPDATES:
+            raise ValueError(f"round_update must be one of {', '.join(ROUND_UPDATES)}, got {self.round_update!r}")
         unknown = set(self.families) - set(FAMILIES)
         if unknown:
             raise ValueError(f"unknown families {sorted(unknown)}; valid: {', '.join(FAMILIES)}")

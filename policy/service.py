@@ -35,6 +35,8 @@ from sim.workers import SERIAL, Executor
 log = logging.getLogger(__name__)
 
 LATEST = "latest.pt"
+COLLECT = ("branch", "rollouts", "critic", "bc")
+"""data and advantages of a training job's policy updates (`PolicyService.train`)"""
 
 
 class TrainerService:
@@ -249,12 +251,15 @@ class TrainerService:
         (`policy.branch`: Monte-Carlo advantages of sampled chunks over the mean chunk from the same states;
         in scenes with a potential program in `programs` (scene id -> source) the branches are cut and valued by
         the potential, run in the sandbox);
-        "rollouts": AWR on the given rollouts with critic advantages (measured to pull a weak policy down, see
-        docs/BENCHMARKS.md); "bc": behaviour cloning on the BC demos only (the `dt_mix` arm of `coda bench round`;
+        "rollouts": AWR on the given rollouts with the configured advantages (`TrainConfig.advantage`; measured to
+        pull a weak policy down, see docs/BENCHMARKS.md); "critic": the same with the critic's own advantages
+        (A = Q_Φ(s, a) − mean_j Q_Φ(s, a_j), advantage "q": with potentials, potential-based shaping of the critic
+        that leaves the policy's optimum unchanged; the `dt_shaped_mix` arm of `coda bench round`); "bc": behaviour
+        cloning on the BC demos only (the `dt_mix` arm of `coda bench round`;
         the rollouts still train the critic). When the updates fail or are cancelled (an exception from `progress`), the policy
         before them is put back."""
-        if collect not in ("branch", "rollouts", "bc"):
-            raise ValueError(f"collect must be 'branch', 'rollouts' or 'bc', got {collect!r}")
+        if collect not in COLLECT:
+            raise ValueError(f"collect must be one of {', '.join(COLLECT)}, got {collect!r}")
         with self.lock:
             state = self.require_state()
             self.check_rollouts(rollout_ids)
@@ -266,7 +271,7 @@ class TrainerService:
             try:
                 return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
                                    critic_updates, policy_updates, lora, progress, specs, programs, bc_successes,
-                                   bc_only=collect == "bc")
+                                   bc_only=collect == "bc", advantage="q" if collect == "critic" else None)
             except BaseException:
                 self._restore()
                 raise
@@ -275,7 +280,7 @@ class TrainerService:
                demo_families: Sequence[str], demos_per_family: int, scene_demos: Sequence[SceneSpec],
                critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None,
                branch_specs: list[SceneSpec] | None = None, programs: Mapping[str, str] | None = None,
-               bc_successes: bool = False, bc_only: bool = False) -> dict:
+               bc_successes: bool = False, bc_only: bool = False, advantage: str | None = None) -> dict:
         if lora and state.extra.get("lora") is None:
             from policy.lora import add_lora
 
@@ -293,9 +298,15 @@ class TrainerService:
         own = self.demos_for_scenes(scene_demos) if scene_demos else []
         wins = list({id(ep): ep for ep in episodes if ep.success}.values()) if bc_successes else []
         bc = demos + own + wins  # behaviour cloning: family demos, planner demos of scenes, the policy's successes
-        info = awr_round(state, [], episodes=episodes, demos=bc or None, critic_updates=critic_updates,
-                         policy_updates=0 if branch_specs or bc_only else policy_updates, potential=pot,
-                         progress=progress)
+        config = state.train_config
+        if advantage is not None:  # this round's policy updates only; checkpoints keep the configured advantage
+            state.train_config = dataclasses.replace(config, advantage=advantage)
+        try:
+            info = awr_round(state, [], episodes=episodes, demos=bc or None, critic_updates=critic_updates,
+                             policy_updates=0 if branch_specs or bc_only else policy_updates, potential=pot,
+                             progress=progress)
+        finally:
+            state.train_config = config
         if bc_only and policy_updates:
             if not bc:
                 raise ValueError("collect='bc' needs demonstrations: give demo_families, demo_scene_ids or "

@@ -253,11 +253,13 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         critic_updates: Annotated[int, Field(ge=0, le=100_000, description="K_Q critic updates")] = CRITIC_UPDATES,
         policy_updates: Annotated[int, Field(ge=0, le=100_000, description="K_pi policy updates")] = POLICY_UPDATES,
         lora: Annotated[bool, Field(description="fine-tune LoRA adapters on the base policy")] = False,
-        collect: Annotated[Literal["branch", "rollouts", "bc"], Field(
+        collect: Annotated[Literal["branch", "rollouts", "critic", "bc"], Field(
             description="data of the AWR policy updates: branch = sampled chunks tried against the policy's mean "
                         "chunk from the same states in the rollouts' scenes (Monte-Carlo advantages; in scenes with a "
                         "potential program the branches are cut after a few chunks and valued by Φ); rollouts = "
-                        "the given rollouts with critic advantages; bc = behaviour cloning on the demos only")
+                        "the given rollouts with the configured advantages; critic = the given rollouts with the "
+                        "critic's own advantages (Q - mean Q; with potentials, potential-based shaping); bc = "
+                        "behaviour cloning on the demos only")
                             ] = "branch",
     ) -> JobStarted:
         """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates, with BC on

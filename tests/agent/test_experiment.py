@@ -724,6 +724,11 @@ def test_round_update_is_passed_to_the_trainer(tmp_path, runs):
     run = run_method(tmp_path, "coda", preset=replace(PRESET, round_update="branch"))
     assert {t["collect"] for t in run.trainer.of("start_training")} == {"branch"}
     assert {t["collect"] for t in runs["coda"].trainer.of("start_training")} == {"bc"}  # the default
+    assert {t["critic_updates"] for t in runs["coda"].trainer.of("start_training")} == {0}  # nothing reads a critic
+    critic = run_method(tmp_path / "critic", "coda", preset=replace(PRESET, round_update="critic"))
+    calls = critic.trainer.of("start_training")
+    assert {t["collect"] for t in calls} == {"critic"}
+    assert {t["critic_updates"] for t in calls} == {PRESET.critic_updates} and PRESET.critic_updates > 0
 
 
 def test_interim_evaluations_are_small_and_the_final_one_is_full(tmp_path):

@@ -414,6 +414,33 @@ def test_bc_round_update_clones_the_demos_only(run_dir, seeded, monkeypatch):
         service.train([rid], critic_updates=1, policy_updates=3, collect="bc")
 
 
+def test_critic_round_update_uses_the_critics_own_advantages(run_dir, seeded, monkeypatch):
+    """collect='critic': AWR on the given rollouts with advantage "q" (the shaped critic's Q − mean Q) for this job
+    only — the configured advantage is what the checkpoint keeps; no branch rollouts."""
+    import policy.awr as awr_module
+    import policy.service as service_module
+    from policy.checkpoint import load_checkpoint
+    from policy.service import TrainerService
+
+    monkeypatch.setattr(service_module, "branch_round", lambda *a, **k: pytest.fail("no branch rollouts for critic"))
+    modes: list[str] = []
+    real = awr_module.advantages
+    monkeypatch.setattr(awr_module, "advantages", lambda *a, **k: (modes.append(a[4] if len(a) > 4 else k["mode"]),
+                                                                    real(*a, **k))[1])
+    service = TrainerService(run_dir)
+    rid = seeded["rollout"]["rollout_id"]
+    configured = service.require_state().train_config.advantage
+    assert configured != "q"
+    info = service.train([rid], potentials={rid: [0.5] * (service.episode(rid).steps + 1)}, critic_updates=2,
+                         policy_updates=2, collect="critic")
+    assert modes == ["q", "q"] and info["shaped_rollouts"] == 1 and "branch" not in info
+    assert service.require_state().train_config.advantage == configured
+    saved = load_checkpoint(service.ckpt_dir / f"{info['checkpoint']}.pt", restore_rng=False)
+    assert saved.train_config.advantage == configured
+    with pytest.raises(ValueError, match="collect must be one of"):
+        service.train([rid], critic_updates=1, policy_updates=1, collect="mc")
+
+
 async def follow(c, job_id: str, limit_s: float = 120) -> tuple[dict, list[tuple[float, float | None, str]]]:
     """wait_job until the job finished, keeping every progress notification: (final status, [(done, total, msg)])."""
     seen = []
