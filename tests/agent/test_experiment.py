@@ -646,8 +646,14 @@ def test_interventions_rerun_the_policy_in_one_factor_variants_of_each_failing_s
     assert len(rolled) == len(set(rolled)) and set(inter) <= set(rolled)
     accepted = {s["scene_id"] for s in run.steps["r0.generate"]["result"]}
     for outcome in inter.values():
+        if outcome["original_success"]:  # failed by sampling noise: nothing to attribute, no variants made
+            assert outcome["variants"] == {}
+            continue
         assert set(outcome["variants"]) == {"task", "layout", "attributes"}
         assert all(1 <= len(v) <= 2 for v in outcome["variants"].values())  # preset.intervention_variants = 2
+    assert any(not o["original_success"] for o in inter.values())
+    first = [sid for c in calls[:1] for sid in c["scene_ids"]]
+    assert set(first) == set(inter)  # the unchanged scenes are rolled out first, the variants after
     variants = set(rolled) - set(inter)
     assert variants and not variants & accepted
     trained = {rid for t in run.trainer.of("start_training") for rid in t["rollout_ids"]}
