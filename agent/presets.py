@@ -86,7 +86,7 @@ class Preset:
 
 
 PRESETS = {
-    "quick": Preset(name="quick"),
+    "quick": Preset(name="quick", interim_eval_per_suite=4),
     "tiny": Preset(name="tiny", families=("pick_place",), demos_per_family=12, sft_updates=60, rounds=1,
                    seed_scenes_per_family=3, targeted_per_family=3, rollouts_per_scene=1, max_diagnoses=3,
                    critic_updates=10, policy_updates=10, eval_per_suite=2),

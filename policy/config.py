@@ -27,12 +27,13 @@ SFT_UPDATES = 1000
 """behaviour-cloning updates of the base policy"""
 CRITIC_UPDATES = 120
 """K_Q: critic updates per training round"""
-POLICY_UPDATES = 120
-"""K_π: policy updates per training round"""
+POLICY_UPDATES = 1000
+"""K_π: policy updates per training round (250 per family of the quick run: the round decision experiment's size,
+experiments/quick_run_v1/PROTOCOL.md)"""
 ROLLOUTS_PER_SCENE = 2
 """N: rollouts per scene"""
-EVAL_PER_SUITE = 6
-"""evaluation scenes per (family, suite)"""
+EVAL_PER_SUITE = 24
+"""evaluation scenes per (family, suite): 384 paired OOD episodes before and after a quick run"""
 
 
 def _positive(name: str, value: float) -> None:
