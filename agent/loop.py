@@ -230,17 +230,47 @@ class CoEvolution:
             for pair in zip(targeted, control, strict=False):  # interleaved: a cut keeps both batches
                 programs += [(pr, mode_id) for pr in pair]
             programs += [(pr, mode_id) for pr in targeted[len(control):] + control[len(targeted):]]
-        for mode_id, k in (alloc.get("replay_per_mode", {}) if r > 0 else {}).items():
+        for j, (mode_id, k) in enumerate((alloc.get("replay_per_mode", {}) if r > 0 else {}).items()):
             parents = self._mode_parents(mode_id, mode_scenes, k) if k > 0 else []
             mode = self.call("memory", "get_mode", mode_id=mode_id) if parents else None
             if not parents or self._bc_only(mode):
                 continue
+            fresh = self._program_replay(r, j, mode_id, mode, k // 2) if self.method.gen_memory else []
+            programs += [(pr, mode_id) for pr in fresh]
+            left = k - len(fresh)
+            parents = self._mode_parents(mode_id, mode_scenes, left) if left > 0 else []
             for i, (parent, n) in enumerate(parents):
                 made = engine.variants(parent, SCENE_FACTOR_OF[mode["factor"]], n,
                                        seed=7 * r + 1 + 100_000 * self.seed + 7_919 * i, batch="replay")
                 programs += [(pr, mode_id) for pr in made]
         yield from programs
         yield from self._novel(r)
+
+    def _program_replay(self, r: int, j: int, mode_id: str, mode: dict, n: int) -> list:
+        """Replay on new parents (generation memory, SPEC §6): the mode's latest stored generation program,
+        its roles bound to the objects of fresh seed scenes of its family (`apply_generation_program`), so a
+        remembered difficulty spreads beyond the scenes it was found in. At most n programs (batch "replay")."""
+        from memory_store.schema import GenerationProgram
+
+        if n <= 0:
+            return []
+        try:
+            rows = self.call("memory", "get_generation_programs", mode_id=mode_id, limit=MAX_PAGE)
+        except ToolError as exc:
+            log.warning("could not retrieve generation programs of %s: %s", mode_id, exc.message)
+            return []
+        if not rows:
+            return []
+        program = GenerationProgram.model_validate(rows[-1])
+        out: list = []
+        for i in range(4 * n):
+            if len(out) >= n:
+                break
+            spec = self.family_scene(program.family, self._scene_seed(r, 50_000 + 1_000 * j + i))
+            made = self.roles.engine.apply_generation_program(program, spec, 1, seed=7_919 * r + 101 * j + i,
+                                                              phase=mode["phase"])
+            out += [pr.model_copy(update={"batch": "replay"}) for pr in made[:1]]
+        return out
 
     def _bc_only(self, mode: dict) -> bool:
         """An execution mode found by intervention (no factor change helped) gets no scene variants: its units go
@@ -379,7 +409,8 @@ class CoEvolution:
             "round": r, "run_id": self.run_id})
         return {"scene_id": scene_id, "family": family, "batch": batch, "mode_id": mode_id,
                 "verified": report["passed"], "program": program.source, "seed": program.seed,
-                "parent": program.parent, "factor": program.factor, "operator": program.operator}
+                "parent": program.parent, "factor": program.factor, "operator": program.operator,
+                **({"binding": program.binding} if program.binding else {})}
 
     # --- rollouts and diagnosis -----------------------------------------------------------------
     def rollouts(self, r: int, scenes: list[dict]) -> list[dict]:

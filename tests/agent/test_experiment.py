@@ -724,6 +724,23 @@ def test_targeted_variants_spread_over_the_modes_failing_scenes(tmp_path):
     assert any(k // 2 >= 2 for k in allocated.values())
 
 
+def test_replay_binds_stored_generation_programs_to_new_parents(tmp_path):
+    """With generation memory, half of a mode's replay units apply its stored generation program to fresh seed
+    scenes of its family (roles bound to the new scene's objects): new parents, not only the scenes where the mode
+    was found; the other half are variants of the mode's own scenes."""
+    from dataclasses import replace
+
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, rounds=3, targeted_per_family=6, eps_replay=0.5))
+    assert run.steps["r1.compile"]["result"], "round 1 validates a mode and stores its generation program"
+    found = {d["scene_id"] for k in ("r0.diagnose", "r1.diagnose") for d in run.steps[k]["result"]}
+    k = sum(run.steps["r2.allocate"]["result"]["replay_per_mode"].values())
+    replay = [s for s in run.steps["r2.generate"]["result"] if s["batch"] == "replay"]
+    assert k >= 2 and len(replay) == k
+    fresh = [s for s in replay if s["parent"] not in found]
+    assert len(fresh) == k // 2 and all(set(s["binding"]) == {"target"} for s in fresh)  # the program's roles
+    assert all(s["parent"] in found for s in replay if s not in fresh)
+
+
 def test_round_update_is_passed_to_the_trainer(tmp_path, runs):
     from dataclasses import replace
 
