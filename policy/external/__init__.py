@@ -1,24 +1,29 @@
-"""External benchmarks (robosuite first): a policy trained here, evaluated on a suite nobody here wrote.
+"""External benchmarks (robosuite, Meta-World): a policy trained here, evaluated on a suite nobody here wrote.
 
     from policy.external import make_adapter, parse_external
-    for benchmark, task in parse_external("robosuite:Lift,Door"):
+    for benchmark, task in parse_external("robosuite:Lift,Door+metaworld:pick-place-v3"):
         with make_adapter(benchmark, task) as env:
             obs = env.reset(seed=0)
             obs, reward, terminated, truncated, info = env.step_chunk(chunk)   # chunk: (8, 7), this project's actions
 
 The external simulator runs unmodified in its own virtualenv (`scripts/setup --external`), in a worker
-subprocess; this package holds the adapters (`robosuite_tasks`), the worker protocol and the action mapping. It
-imports neither torch nor the MCP servers; `policy.external.evaluate` runs a policy on the adapters.
+subprocess; this package holds the adapters (`robosuite_tasks`, `metaworld_tasks`), their workers, the worker
+protocol and the action mapping. It imports neither torch nor the MCP servers; `policy.external.evaluate` runs a
+policy on the adapters.
 """
 
 from __future__ import annotations
 
-BENCHMARKS = ("robosuite",)
+BENCHMARKS = ("robosuite", "metaworld")
 
 
 def benchmark_tasks(benchmark: str) -> tuple[str, ...]:
     if benchmark == "robosuite":
         from policy.external.robosuite_tasks import task_names
+
+        return task_names()
+    if benchmark == "metaworld":
+        from policy.external.metaworld_tasks import task_names
 
         return task_names()
     raise ValueError(f"unknown external benchmark {benchmark!r}; valid benchmarks: {', '.join(BENCHMARKS)}")
@@ -50,4 +55,8 @@ def make_adapter(benchmark: str, task: str, **kwargs):
         from policy.external.robosuite_tasks import RobosuiteAdapter
 
         return RobosuiteAdapter(task, **kwargs)
+    if benchmark == "metaworld":
+        from policy.external.metaworld_tasks import MetaWorldAdapter
+
+        return MetaWorldAdapter(task, **kwargs)
     raise ValueError(f"unknown external benchmark {benchmark!r}; valid benchmarks: {', '.join(BENCHMARKS)}")

@@ -125,3 +125,27 @@ def open_loop_delta(action, steps_per_action: int, ref_mat, out_max, max_dpos: f
         rot = rot * (max_drot / angle)
     delta = np.concatenate([ref.T @ dpos, ref.T @ rot]) / steps_per_action
     return np.clip(delta / np.asarray(out_max, dtype=np.float64), -1.0, 1.0)
+
+
+def gripper_frame(geometry: dict, tcp_mat: np.ndarray) -> np.ndarray:
+    """The constant rotation from an external gripper's TCP frame to this project's gripper frame (a signed
+    permutation): z away from the fingers, y along the closing axis, x = y × z; of ±y, the one that gives the
+    start pose an x axis pointing forward (+x of this project's world, in which `tcp_mat` is expressed).
+
+    `geometry`: the hand body and the two fingers relative to the TCP, in the TCP frame ("hand", "left_finger",
+    "right_finger")."""
+    def snap(v):
+        i = int(np.argmax(np.abs(v)))
+        out = np.zeros(3)
+        out[i] = np.sign(v[i])
+        return out
+
+    z = snap(np.asarray(geometry["hand"], dtype=np.float64))
+    y = snap(np.asarray(geometry["left_finger"]) - np.asarray(geometry["right_finger"]))
+    x = np.cross(y, z)
+    if (np.asarray(tcp_mat).reshape(3, 3) @ x)[0] < 0:
+        x, y = -x, -y
+    C = np.stack([x, y, z], axis=1)
+    if not np.isclose(np.linalg.det(C), 1.0):
+        raise ValueError(f"gripper geometry gives no proper rotation: {C.tolist()}")
+    return C

@@ -180,24 +180,11 @@ class RobosuiteAdapter(ExternalAdapter):
 
     @staticmethod
     def gripper_frame(geometry: dict, tcp_mat: np.ndarray) -> np.ndarray:
-        """The constant rotation from robosuite's grip-site frame to this project's gripper frame (a signed
-        permutation): z away from the fingers, y along the closing axis, x = y × z; of ±y, the one that gives the
-        start pose an x axis pointing forward (+x world)."""
-        def snap(v):
-            i = int(np.argmax(np.abs(v)))
-            out = np.zeros(3)
-            out[i] = np.sign(v[i])
-            return out
+        """The constant rotation from robosuite's grip-site frame to this project's gripper frame
+        (`policy.external.control.gripper_frame`; robosuite's world axes are this project's)."""
+        from policy.external.control import gripper_frame
 
-        z = snap(np.asarray(geometry["hand"], dtype=np.float64))
-        y = snap(np.asarray(geometry["left_finger"]) - np.asarray(geometry["right_finger"]))
-        x = np.cross(y, z)
-        if (np.asarray(tcp_mat).reshape(3, 3) @ x)[0] < 0:
-            x, y = -x, -y
-        C = np.stack([x, y, z], axis=1)
-        if not np.isclose(np.linalg.det(C), 1.0):
-            raise ValueError(f"grip-site geometry gives no proper rotation: {C.tolist()}")
-        return C
+        return gripper_frame(geometry, tcp_mat)
 
     # --- episode --------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> dict:

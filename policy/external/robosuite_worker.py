@@ -3,8 +3,9 @@
 Run by the adapter as `<external venv>/bin/python robosuite_worker.py`; it reads messages (`protocol.py`) on
 stdin and answers each on stdout. robosuite runs unmodified: the worker makes the env with `robosuite.make`, steps
 it through its own operational-space controller, reads poses from its MuJoCo model and data, and takes success
-from the env's own `_check_success()`. It imports only robosuite, numpy and its two sibling files, never this
-project (which needs MuJoCo 4, while robosuite 1.5 needs MuJoCo 3).
+from the env's own `_check_success()`. It imports only robosuite, numpy and its sibling files (`control.py`,
+`protocol.py`, `worker_common.py`: the message loop and model helpers it shares with the Meta-World worker), never
+this project (which needs MuJoCo 4, while robosuite 1.5 needs MuJoCo 3).
 
 Commands (dicts with "cmd"): make, reset, attrs, step, render, success, bench, close; each answer is a dict, {"error": "..."} on
 failure. Anything robosuite prints goes to stderr: stdout carries only messages.
@@ -14,12 +15,11 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import control  # noqa: E402  (siblings, numpy only)
-import protocol  # noqa: E402
+import worker_common  # noqa: E402
 
 sys.path.remove(_HERE)  # so `import robosuite` below finds the package, not a file next to this one
 
@@ -65,12 +65,7 @@ class Worker:
         return {"info": info}
 
     def _id(self, kind: str, name: str, missing: bool = False) -> int:
-        obj = {"body": self.mj.mjtObj.mjOBJ_BODY, "site": self.mj.mjtObj.mjOBJ_SITE,
-               "joint": self.mj.mjtObj.mjOBJ_JOINT}[kind]
-        i = self.mj.mj_name2id(self.m, obj, name)
-        if i < 0 and not missing:
-            raise KeyError(f"robosuite model has no {kind} {name!r}")
-        return i
+        return worker_common.name_id(self.mj, self.m, kind, name, missing)
 
     def _bind(self) -> None:
         """Model indices; robosuite rebuilds its MjModel on a hard reset, so this runs after every reset."""
@@ -102,26 +97,7 @@ class Worker:
 
     def _box(self, body: str):
         """Centre offset and half extents, in the body's frame, of the collision geoms of a body's subtree."""
-        m, d = self.m, self.d
-        root = self._id("body", body)
-        bodies = {root}
-        for b in range(m.nbody):  # parents precede children in MuJoCo's body order
-            if m.body_parentid[b] in bodies and b != 0:
-                bodies.add(b)
-        geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] in bodies]
-        solid = [g for g in geoms if m.geom_contype[g] or m.geom_conaffinity[g]] or geoms
-        if not solid:
-            return np.zeros(3), np.zeros(3)
-        R, p = d.xmat[root].reshape(3, 3), d.xpos[root]
-        signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=np.float64)
-        pts = []
-        for g in solid:
-            c, h = m.geom_aabb[g, :3], m.geom_aabb[g, 3:]
-            corners = d.geom_xpos[g] + (c + signs * h) @ d.geom_xmat[g].reshape(3, 3).T
-            pts.append((corners - p) @ R)
-        pts = np.concatenate(pts)
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
-        return (lo + hi) / 2, (hi - lo) / 2
+        return worker_common.subtree_box(self.m, self.d, self._id("body", body))
 
     def _static(self, o: dict) -> dict:
         i = self.objects.index(o)
@@ -218,7 +194,7 @@ class Worker:
         out = {}
         for name in msg["names"]:
             v = getattr(self.env, name)
-            out[name] = _plain(v)
+            out[name] = worker_common.plain(v)
         return {"attrs": out}
 
     def bench(self, msg: dict) -> dict:
@@ -236,41 +212,8 @@ class Worker:
         return {"success": bool(self.env._check_success())}
 
 
-def _plain(v):
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, (np.ndarray, np.generic, int, float, str, bool)) or v is None:
-        return v
-    return repr(v)
-
-
 def main() -> int:
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # whatever robosuite prints goes to stderr
-    sys.stdout = sys.stderr
-    inp = sys.stdin.buffer
-    worker = Worker()
-    protocol.write_message(out, {"ready": True, "pid": os.getpid()})
-    while True:
-        try:
-            msg = protocol.read_message(inp)
-        except protocol.ProtocolError:
-            return 0  # the adapter closed the pipe
-        cmd = msg.get("cmd")
-        if cmd == "close":
-            protocol.write_message(out, {"closed": True})
-            return 0
-        try:
-            if cmd not in ("make", "reset", "attrs", "step", "render", "success", "bench"):
-                raise ValueError(f"unknown command {cmd!r}")
-            if cmd != "make" and worker.env is None:
-                raise RuntimeError("no env yet: send make first")
-            answer = getattr(worker, cmd)(msg)
-        except Exception as exc:  # noqa: BLE001 - every failure goes back to the adapter as one message
-            answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-        protocol.write_message(out, answer)
+    return worker_common.serve(Worker(), ("make", "reset", "attrs", "step", "render", "success", "bench"))
 
 
 if __name__ == "__main__":

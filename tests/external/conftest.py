@@ -20,3 +20,8 @@ def needs(package: str):
 @pytest.fixture(scope="session")
 def robosuite_available():
     needs("robosuite")
+
+
+@pytest.fixture(scope="session")
+def metaworld_available():
+    needs("metaworld")

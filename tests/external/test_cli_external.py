@@ -1,5 +1,6 @@
-"""`coda eval --external`: one-line errors (no venv, unknown task or benchmark, conflicting options) and, slow, an
-end-to-end run of a small checkpoint on robosuite's Lift with the suite-shaped JSON and a GIF."""
+"""`coda eval --external`: one-line errors (no venv, unknown task or benchmark, conflicting options) and, slow,
+end-to-end runs of a small checkpoint on robosuite's Lift and Meta-World's pick-place-v3 with the suite-shaped JSON
+and a GIF."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from policy.external.base import VENV_ENV
 ERRORS = [
     # (argv, extra environment, words the one-line error must contain)
     (["--external", "robosuite:Lift,Dorr"], {}, ["'Dorr'", "valid tasks: Lift, Stack, PickPlaceCan, Door"]),
-    (["--external", "libero:spatial"], {}, ["'libero'", "valid benchmarks: robosuite"]),
+    (["--external", "metaworld:pick-place-v2"], {},
+     ["unknown metaworld task 'pick-place-v2'", "valid tasks: pick-place-v3, push-v3, drawer-open-v3, door-open-v3"]),
+    (["--external", "robosuite:Lift+metaworld:reach-v3"], {}, ["'reach-v3'", "pick-place-v3"]),
+    (["--external", "libero:spatial"], {}, ["'libero'", "valid benchmarks: robosuite, metaworld"]),
     (["--external", "robosuite"], {}, ["BENCHMARK:TASK", "robosuite:Lift,Door"]),
     (["--external", "robosuite:Lift"], {VENV_ENV: "{tmp}/no-venv"}, ["no-venv", "run scripts/setup --external"]),
     (["--external", "robosuite:Lift", "--family", "stack"], {}, ["--external excludes --family"]),
@@ -65,6 +69,26 @@ def test_external_eval_end_to_end(robosuite_available, tmp_path):
     assert row["n"] == 2 and len(row["outcomes"]) == 2 and row["mean_steps"] <= 12
     assert out["total"]["n"] == 2
     assert (tmp_path / "gifs" / "robosuite_Lift.gif").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_metaworld_eval_end_to_end(metaworld_available, tmp_path):
+    from policy.checkpoint import build_train_state, save_checkpoint
+    from policy.config import PolicyConfig, TrainConfig
+
+    state = build_train_state(PolicyConfig(d_model=32, n_layers=1, n_heads=2), TrainConfig(device="cpu"),
+                              with_critic=False, device="cpu")
+    save_checkpoint(tmp_path / "p.pt", state)
+    proc = coda(["--policy", "{tmp}/p.pt", "--external", "metaworld:pick-place-v3", "--n", "2", "--seeds", "2",
+                 "--max-steps", "10", "--json", "--gif", "{tmp}/gifs"], tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    (row,) = out["suites"]
+    assert row["suite"] == "metaworld:pick-place-v3" and row["benchmark"] == "metaworld"
+    assert row["family"] == "pick_place"
+    assert row["n"] == 4 and len(row["per_seed"]) == 2 and row["mean_steps"] <= 10
+    assert row["mean_external_steps"] <= 80 and out["total"]["n"] == 4
+    assert (tmp_path / "gifs" / "metaworld_pick-place-v3.gif").stat().st_size > 1000
 
 
 def test_venv_without_robosuite_is_one_line(tmp_path, monkeypatch):
