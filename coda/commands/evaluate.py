@@ -1,6 +1,6 @@
 """`coda eval`: success rate ± standard error of a checkpoint on a family's evaluation suites, on scene
 programs of your own (`--programs`, each verified in the sandbox first), or on an external benchmark's tasks
-(`--external robosuite:Lift,Door`, run in the external venv made by `scripts/setup --external`)."""
+(`--external robosuite:Lift,Door` or `metaworld:pick-place-v3,door-open-v3`, run in the external venv made by `scripts/setup --external`)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def register(sub, name: str) -> None:
                         "with --external: seed groups of --n episodes each per task")
     p.add_argument("--external", metavar="BENCH:TASK,...",
                    help="external benchmark tasks instead of this project's scenes, e.g. "
-                        "robosuite:Lift,Stack,PickPlaceCan,Door (docs/EXTERNAL.md; needs scripts/setup --external)")
+                        "robosuite:Lift,Stack,PickPlaceCan,Door or metaworld:pick-place-v3,push-v3,drawer-open-v3,"
+                        "door-open-v3 (docs/EXTERNAL.md; needs scripts/setup --external)")
     p.add_argument("--gif", metavar="DIR", help="with --external: write the first episode of each task as DIR/BENCH_TASK.gif")
     p.add_argument("--max-steps", type=positive_int, default=None,
                    help="with --external: episode length in 10 Hz steps (default per task, docs/EXTERNAL.md)")
