@@ -189,6 +189,35 @@ class ExternalAdapter(ABC):
         self.close()
 
 
+class WorkerAdapter(ExternalAdapter):
+    """An adapter whose simulator lives in a `WorkerProcess` (`self.worker`): render, success, steps and close
+    are the worker's answers and the adapter's episode counters (`_steps`, `_success`)."""
+
+    worker: WorkerProcess | None
+    _steps: int = 0
+    _success: bool = False
+
+    def render(self) -> np.ndarray:
+        return self.worker.call({"cmd": "render"})["image"]
+
+    def benchmark_success(self) -> bool:
+        """The benchmark's own success function on the current state (what an episode's success is read from)."""
+        return bool(self.worker.call({"cmd": "success"})["success"])
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    def success(self) -> bool:
+        return self._success
+
+    def close(self) -> None:
+        worker = getattr(self, "worker", None)
+        if worker is not None:
+            worker.close()
+            self.worker = None
+
+
 def check_chunk(chunk, action_dim: int, max_len: int) -> np.ndarray:
     c = np.asarray(chunk, dtype=np.float64)
     if c.ndim != 2 or c.shape[1] != action_dim or not 1 <= c.shape[0] <= max_len:

@@ -43,8 +43,8 @@ import numpy as np
 
 from policy.external.base import (
     SETUP_HINT,
-    ExternalAdapter,
     ExternalUnavailable,
+    WorkerAdapter,
     WorkerProcess,
     check_chunk,
     external_venv,
@@ -137,7 +137,7 @@ def action_from_metaworld(action4, steps_per_action: int, action_scale: float) -
     return np.r_[dpos, 0.0, 0.0, 0.0, np.clip(a[3], -1.0, 1.0)]
 
 
-class MetaWorldAdapter(ExternalAdapter):
+class MetaWorldAdapter(WorkerAdapter):
     benchmark = BENCHMARK
 
     def __init__(self, task: str, *, render: bool = False, render_size: int = 256, camera: str = "corner",
@@ -292,23 +292,3 @@ class MetaWorldAdapter(ExternalAdapter):
     def expert_action(self, policy: str | None = None) -> np.ndarray:
         """The action (4,) of Meta-World's scripted policy for this task (or `policy`) at the current state."""
         return self.worker.call({"cmd": "expert", "policy": policy or self.spec.expert})["action"]
-
-    def render(self) -> np.ndarray:
-        return self.worker.call({"cmd": "render"})["image"]
-
-    def benchmark_success(self) -> bool:
-        """Meta-World's own success (`evaluate_state`) on the current state."""
-        return bool(self.worker.call({"cmd": "success"})["success"])
-
-    @property
-    def steps(self) -> int:
-        return self._steps
-
-    def success(self) -> bool:
-        return self._success
-
-    def close(self) -> None:
-        worker = getattr(self, "worker", None)
-        if worker is not None:
-            worker.close()
-            self.worker = None

@@ -155,14 +155,18 @@ class Worker:
         stop = msg.get("stop_on_success", True)
         states, successes, frames = [], [], []
         success, limit, external = False, False, 0
+
+        def record(success: bool) -> None:  # after each of the message's actions
+            states.append(self._state())
+            successes.append(success)
+            if msg.get("render"):
+                frames.append(self._render())
+
         if msg.get("raw") is not None:  # Meta-World's own actions, one env step each
             for a in np.asarray(msg["raw"], dtype=np.float64).reshape(-1, 4):
                 success, limit = self._env_step(a)
                 external += 1
-                states.append(self._state())
-                successes.append(success)
-                if msg.get("render"):
-                    frames.append(self._render())
+                record(success)
                 if (success and stop) or limit:
                     break
         else:
@@ -180,10 +184,7 @@ class Worker:
                     external += 1
                     if success or limit:
                         break
-                states.append(self._state())
-                successes.append(success)
-                if msg.get("render"):
-                    frames.append(self._render())
+                record(success)
                 if (success and stop) or limit:
                     break
         keys = states[0].keys()

@@ -35,8 +35,8 @@ import numpy as np
 
 from policy.external.base import (
     SETUP_HINT,
-    ExternalAdapter,
     ExternalUnavailable,
+    WorkerAdapter,
     WorkerProcess,
     check_chunk,
     external_venv,
@@ -121,7 +121,7 @@ def task_names() -> tuple[str, ...]:
     return tuple(TASKS)
 
 
-class RobosuiteAdapter(ExternalAdapter):
+class RobosuiteAdapter(WorkerAdapter):
     benchmark = BENCHMARK
 
     def __init__(self, task: str, *, render: bool = False, render_size: int = 256, camera: str = "frontview",
@@ -280,23 +280,3 @@ class RobosuiteAdapter(ExternalAdapter):
         info = {"success": self._success, "step": self._steps, "executed": n, "observations": observations,
                 "external_steps": int(out["external_steps"]), "frames": out.get("frames")}
         return self._last, float(self._success), terminated, truncated, info
-
-    def render(self) -> np.ndarray:
-        return self.worker.call({"cmd": "render"})["image"]
-
-    def benchmark_success(self) -> bool:
-        """robosuite's `_check_success()` on the current state (what the episode's success is read from)."""
-        return bool(self.worker.call({"cmd": "success"})["success"])
-
-    @property
-    def steps(self) -> int:
-        return self._steps
-
-    def success(self) -> bool:
-        return self._success
-
-    def close(self) -> None:
-        worker = getattr(self, "worker", None)
-        if worker is not None:
-            worker.close()
-            self.worker = None
