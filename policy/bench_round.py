@@ -315,21 +315,17 @@ def _curve_summary(per_seed: Sequence[dict], arm: str, gain: float = 0.05) -> di
     reps = [s["arms"][arm]["replicates"] for s in per_seed]
     if not all(r.get("curve") for rs in reps for r in rs):
         return {}
-    final = str(per_seed[0]["arms"][arm].get("updates", 0))
-    counts = sorted(int(k) for k in reps[0][0]["curve"])
-    curve, reach = {}, []
-    for k in [*counts, None]:
-        means = [float(np.mean([np.mean(r["curve"][str(k)] if k is not None else r["success"]) for r in rs]))
-                 for rs in reps]
-        curve[str(k) if k is not None else final] = round(100 * float(np.mean(means)), 1)
-    for s, rs in zip(per_seed, reps, strict=True):
-        target = float(np.mean(s["base"])) + gain
-        hit = None
-        for k in [*counts, None]:
-            if np.mean([np.mean(r["curve"][str(k)] if k is not None else r["success"]) for r in rs]) >= target:
-                hit = k if k is not None else int(final)
-                break
-        reach.append(hit)
+    final = int(per_seed[0]["arms"][arm].get("updates", 0))
+    counts = [*sorted(int(k) for k in reps[0][0]["curve"]), final]
+
+    def at(r: dict, k: int) -> list[int]:
+        return r["success"] if k == final else r["curve"][str(k)]
+
+    # per seed and count: the replicate-mean success
+    means = [{k: float(np.mean([np.mean(at(r, k)) for r in rs])) for k in counts} for rs in reps]
+    curve = {str(k): round(100 * float(np.mean([m[k] for m in means])), 1) for k in counts}
+    reach = [next((k for k in counts if m[k] >= float(np.mean(s["base"])) + gain), None)
+             for s, m in zip(per_seed, means, strict=True)]
     return {"curve": curve, "updates_to_base_plus_5": reach}
 
 
