@@ -86,7 +86,8 @@ class Preset:
 
 
 PRESETS = {
-    "quick": Preset(name="quick", interim_eval_per_suite=4),
+    # 40 accepted environments per family and round: the round benchmark's D_t size (quick run protocol v2)
+    "quick": Preset(name="quick", seed_scenes_per_family=40, targeted_per_family=40, interim_eval_per_suite=4),
     "tiny": Preset(name="tiny", families=("pick_place",), demos_per_family=12, sft_updates=60, rounds=1,
                    seed_scenes_per_family=3, targeted_per_family=3, rollouts_per_scene=1, max_diagnoses=3,
                    critic_updates=10, policy_updates=10, eval_per_suite=2),
@@ -109,8 +110,8 @@ EXPERIMENT_OVERRIDES = {
 }
 """Budget of an experiment cell (`coda experiment`) relative to the run preset. quick: 3 rounds (generation memory
 only matters from the third round on) and 8 evaluation scenes per (family, suite) (128 OOD episodes per
-evaluation); the base SFT (≈ 70% of a quick run's time) is trained once per seed and shared, so a cell costs ≈ 4-6
-min on 2 cores."""
+evaluation); the base SFT is trained once per seed and shared. With the quick round's 40 accepted environments per
+family (protocol v2 of the quick run) a round costs ≈ 3-4 min on 2 cores, a cell ≈ 11-13 min."""
 
 
 def experiment_preset(name: str, **overrides) -> Preset:
