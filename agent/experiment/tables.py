@@ -16,7 +16,7 @@ from agent.experiment.common import (
     say,
     write_json,
 )
-from agent.experiment.metrics import mean_se, updates_to_threshold
+from agent.experiment.metrics import mean_se, paired_ood, updates_to_threshold
 from agent.methods import MAIN
 from sim.constants import FAMILIES
 
@@ -61,6 +61,8 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
         ood_rows.append([m, *[_fmt(*row[f][:2]) for f in families], _fmt(*row["mean"][:2]), gain,
                          _fmt(*row["in_dist"][:2]), row["mean"][2]])
     ood_md = _md(["method", *families, "mean OOD", "Δ vs own base (pts)", "in-dist", "seeds"], ood_rows)
+
+    paired_json, paired_md = paired_between(by_method, order)
 
     metric_keys = ("verification_pass_rate", "coverage_entropy_bits", "targeting_precision", "refutation_rate",
                    "accepted", "diagnoses", "shaped_rollouts", "sim_hours_per_1000_accepted",
@@ -122,11 +124,41 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
                         "–" if row["cross_over_within"] is None else f"{row['cross_over_within']:.2f}"])
     pt_md = _md(["target family", "LP within-family programs", "LP cross-family programs", "LP scratch (uniform)",
                  "cross / within"], pt_rows)
-    return {"ood": ood_json, "ood_md": ood_md, "metrics": metrics_json, "metrics_md": metrics_md,
+    return {"ood": ood_json, "ood_md": ood_md, "paired": paired_json, "paired_md": paired_md, "metrics": metrics_json, "metrics_md": metrics_md,
             "text2potential": t2p_json, "text2potential_md": t2p_md, "backbone_transfer": bb_json,
             "backbone_transfer_md": bb_md, "program_transfer": pt_json, "program_transfer_md": pt_md,
             "families": families, "methods": order, "cells": sorted(c["cell"] for c in cells),
             "threshold_gain": threshold_gain}
+
+
+def paired_between(by_method: dict[str, list[dict]], order: list[str]) -> tuple[dict, str]:
+    """Mean OOD success of CoDA (the last method of the main table present, else the last in `order`) minus each
+    other method, paired scene by scene within a seed (the cells of a seed evaluate the same scenes): per seed the
+    paired difference ± its s.e., and pooled over seeds (mean of the seeds' differences, s.e. from theirs)."""
+    present = [m for m in order if by_method.get(m)]
+    if len(present) < 2:
+        return {}, "(fewer than two methods)"
+    ref = next((m for m in reversed(MAIN) if m in present), present[-1])
+    seeds = sorted({c["seed"] for cs in by_method.values() for c in cs})
+    out, rows = {}, []
+    for m in (x for x in present if x != ref):
+        per_seed = {}
+        for seed in seeds:
+            a = next((c for c in by_method[ref] if c["seed"] == seed), None)
+            b = next((c for c in by_method[m] if c["seed"] == seed), None)
+            d = paired_ood(b.get("eval_after", []), a.get("eval_after", [])) if a and b else None
+            if d:
+                per_seed[seed] = d
+        if not per_seed:
+            continue
+        k = len(per_seed)
+        pooled = {"points": sum(d["points"] for d in per_seed.values()) / k,
+                  "se": sum(d["se"] ** 2 for d in per_seed.values()) ** 0.5 / k, "seeds": k}
+        out[f"{ref} - {m}"] = {"per_seed": per_seed, "pooled": pooled}
+        rows.append([f"{ref} − {m}", *[(f"{per_seed[s]['points']:+.1f} ± {per_seed[s]['se']:.1f}" if s in per_seed
+                                        else "–") for s in seeds],
+                     f"**{pooled['points']:+.1f} ± {pooled['se']:.1f}**"])
+    return out, _md(["difference", *[f"seed {s}" for s in seeds], "pooled"], rows) if rows else "(no paired cells)"
 
 
 def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
@@ -144,7 +176,8 @@ def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
     md = [f"# Experiment {out.name}", "",
           f"{len(done)} cells finished, {len(pending)} pending" + (f": {', '.join(pending)}" if pending else "") + ".",
           "", "## OOD success per family × method (%, mean ± s.e. over seeds; 'base' = the shared SFT policies)", "",
-          t["ood_md"], "", "## Data-engine metrics (mean over seeds)", "", t["metrics_md"], "",
+          t["ood_md"], "", "## Paired differences in mean OOD success (points, the same scenes per seed)", "",
+          t["paired_md"], "", "## Data-engine metrics (mean over seeds)", "", t["metrics_md"], "",
           f"## Text2potential ablation (threshold = each seed's base mean OOD + {100 * threshold_gain:.0f} points)",
           "", t["text2potential_md"], "", "## Transfer: memory across backbones", "", t["backbone_transfer_md"], "",
           "## Transfer: generation programs across families (learning progress, points)", "",

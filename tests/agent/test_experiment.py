@@ -784,6 +784,26 @@ def test_paired_ood_compares_the_same_scenes():
     assert paired_ood([{**e, "outcomes": None} for e in before], after) is None
 
 
+def test_tables_pair_methods_on_the_scenes_of_each_seed():
+    """CoDA minus each other method, paired scene by scene within a seed, then pooled over the seeds."""
+    from agent.experiment.tables import paired_between
+
+    def cell(method, seed, outcomes):
+        return {"method": method, "seed": seed, "eval_after": [
+            {"family": "stack", "suite": "layouts", "n": len(outcomes), "success_rate": outcomes.count("1") / 4,
+             "outcomes": outcomes}]}
+
+    by_method = {"uniform": [cell("uniform", 0, "0000"), cell("uniform", 1, "1100")],
+                 "coda": [cell("coda", 0, "1100"), cell("coda", 1, "1100")]}
+    got, md = paired_between(by_method, ["uniform", "coda"])
+    d = got["coda - uniform"]
+    assert d["per_seed"][0]["points"] == 50.0 and d["per_seed"][1]["points"] == 0.0
+    assert d["pooled"]["points"] == 25.0 and d["pooled"]["seeds"] == 2
+    assert abs(d["pooled"]["se"] - math.sqrt(d["per_seed"][0]["se"] ** 2) / 2) < 1e-9  # seed 1: no variance
+    assert "coda − uniform" in md and "+25.0" in md
+    assert paired_between({"coda": by_method["coda"]}, ["coda"])[0] == {}
+
+
 def test_modes_below_the_band_send_their_scenes_to_bc(tmp_path):
     """A mode whose variants all fail (layout variants always fail in the scripted trainer: hardness 0) is below
     the success band: variants teach nothing, so its failing scenes join the next update's planner demos."""
