@@ -37,6 +37,14 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
 - `dt_task_shaped_mix`: the same with Φ the task's staged progress on every scene (scope "task"): locality's
   control.
 
+- `dt_failed_balanced_mix`: the `dt_failed_mix` data with each family's episodes repeated until every family
+  contributes as many transitions as the largest (`policy.train.balance_families`); with `--family all` only
+  (one family: the same as `dt_failed_mix`).
+
+`--family all` runs every family at once, as the loop's round does: the base on `--base-demos` demonstrations of
+each family, `--scenes` round scenes and `--eval` held-out scenes per family, one update over all of them; the
+report adds each arm's success per family (`per_family`).
+
 `--curve 50,100` also evaluates the BC and critic arms (`CURVE_ARMS`) on the held-out scenes after those numbers of policy updates (the
 evaluation does not change the training), for "updates to reach base + 5".
 
@@ -71,20 +79,21 @@ from policy.improve import awr_round, branch_round, collect
 from policy.phase_potential import episode_potentials
 from policy.rollout import Episode, chunk_fn, planner_demos, rollout
 from policy.takeover import ARM_RULE, arm_demos
-from policy.train import AfterUpdate, bc_finetune, demo_buffer, train_sft
+from policy.train import AfterUpdate, balance_families, bc_finetune, demo_buffer, train_sft
 from sim.constants import FAMILIES
 from sim.spec import SceneSpec
 
 ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix", "takeover_diag_mix",
-        "takeover_random_mix", "dt_critic_mix", "dt_shaped_mix", "dt_task_shaped_mix")
+        "takeover_random_mix", "dt_critic_mix", "dt_shaped_mix", "dt_task_shaped_mix", "dt_failed_balanced_mix")
 SHAPED_ARMS = {"dt_critic_mix": None, "dt_shaped_mix": "phase", "dt_task_shaped_mix": "task"}
 """critic arms → the scope of their potential (`policy.phase_potential`; None: sparse rewards)"""
-CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
+CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "dt_failed_balanced_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
 """the arms `--curve` evaluates along the way (the BC and critic arms; not the branch arms)"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--family", choices=FAMILIES, default="pick_place", help="scene family")
+    parser.add_argument("--family", choices=(*FAMILIES, "all"), default="pick_place",
+                        help="scene family, or all (every family in one round, as the loop's round)")
     parser.add_argument("--seeds", default="0,1", help="comma-separated seeds (base demos, round scenes, rollouts)")
     parser.add_argument("--replicates", type=int, default=3, help="training replicates per arm and seed")
     parser.add_argument("--arms", default=",".join(ARMS[:4]), help=f"comma-separated arms from {', '.join(ARMS)}")
@@ -110,7 +119,7 @@ def run(args) -> dict:
         raise ValueError(f"unknown arm(s) {', '.join(unknown)}; valid arms: {', '.join(ARMS)}")
     seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
     curve = curve_points(args.curve, args.updates)
-    eval_scenes = eval_specs(args.family, "in", args.eval)
+    eval_scenes = [s for f in bench_families(args.family) for s in eval_specs(f, "in", args.eval)]
     per_seed = []
     head = {"family": args.family, "seeds": seeds, "replicates": args.replicates, "scenes": args.scenes,
             "updates": args.updates, "eval": args.eval, "base_demos": args.base_demos,
@@ -121,7 +130,27 @@ def run(args) -> dict:
         if args.out:  # written after every seed, so a long run keeps what it finished
             Path(args.out).write_text(json.dumps({**head, "per_seed": per_seed}) + "\n")
     base = [100 * float(np.mean(s["base"])) for s in per_seed]
-    return {**head, "base_success": [round(b, 1) for b in base], "arms": summarize(per_seed, arms)}
+    out = {**head, "base_success": [round(b, 1) for b in base], "arms": summarize(per_seed, arms)}
+    families = bench_families(args.family)
+    if len(families) > 1:  # the evaluation scenes are `args.eval` per family, families in order
+        out["per_family"] = per_family(per_seed, arms, families, args.eval)
+    return out
+
+
+def bench_families(family: str) -> tuple[str, ...]:
+    return FAMILIES if family == "all" else (family,)
+
+
+def per_family(per_seed: Sequence[dict], arms: Sequence[str], families: Sequence[str], n: int) -> dict:
+    """Success (%, replicate and seed mean) of the base and of each arm per family, from the per-scene results."""
+    def pct(rows: list[list[int]], i: int) -> float:
+        return round(100 * float(np.mean([r[i * n : (i + 1) * n] for r in rows])), 1)
+
+    out = {"base": {f: pct([s["base"] for s in per_seed], i) for i, f in enumerate(families)}}
+    for arm in arms:
+        rows = [r["success"] for s in per_seed for r in s["arms"][arm]["replicates"]]
+        out[arm] = {f: pct(rows, i) for i, f in enumerate(families)}
+    return out
 
 
 def curve_points(text: str, updates: int) -> list[int]:
@@ -161,15 +190,18 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
              ) -> dict:
     say = lambda msg: print(f"[round {args.family} seed {seed}] {msg}", file=sys.stderr, flush=True)  # noqa: E731
     t0 = time.process_time()
-    base_demos = planner_demos(train_specs(args.family, args.base_demos, start=300_000 + 10_000 * seed))
+    families = bench_families(args.family)
+    by_family = {f: planner_demos(train_specs(f, args.base_demos, start=300_000 + 10_000 * seed)) for f in families}
+    base_demos = [ep for f in families for ep in by_family[f]]
     base, _ = train_sft(base_demos, PolicyConfig(), TrainConfig(seed=seed), args.base_updates)
     base_cpu = time.process_time() - t0
-    round_scenes = train_specs(args.family, args.scenes, start=100_000 + 1_000 * seed)
+    round_scenes = [s for f in families for s in train_specs(f, args.scenes, start=100_000 + 1_000 * seed)]
     episodes = collect(base, round_scenes, args.rollouts_per_scene, seed=seed,
                        record=any(a in ARM_RULE or SHAPED_ARMS.get(a) for a in arms))
     dt = planner_demos(round_scenes)
     own = [ep for ep in episodes if ep.success]
-    half = base_demos if args.base_mix == "all" else base_demos[: max(1, len(base_demos) // 2)]
+    half = base_demos if args.base_mix == "all" else [  # the first half of each family's demonstrations
+        ep for f in families for ep in by_family[f][: max(1, len(by_family[f]) // 2)]]
     solved = {ep.spec_hash for ep in own}
     failed = [s for s in round_scenes if s.spec_hash() not in solved]
     dt_failed = [ep for ep in dt if ep.spec_hash not in solved]
@@ -191,6 +223,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         "dt_branch_mix": lambda s, r, h: branch_round(s, round_scenes, policy_updates=args.updates,
                                                    demos=dt + own + half, seed=r),
         "dt_failed_mix": lambda s, r, h: _bc(s, dt_failed_mix, args.updates, h),
+        "dt_failed_balanced_mix": lambda s, r, h: _bc(s, balance_families(dt_failed_mix), args.updates, h),
         "takeover_diag_mix": lambda s, r, h: _bc(s, takeover["takeover_diag_mix"] + own + half, args.updates, h),
         "takeover_random_mix": lambda s, r, h: _bc(s, takeover["takeover_random_mix"] + own + half, args.updates, h),
         **{arm: (lambda s, r, h, arm=arm: _critic(s, episodes, dt_failed_mix, args.updates, _critic_updates(args),
@@ -199,6 +232,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     }
     planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0,
                      "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes), "dt_failed_mix": len(failed),
+                     "dt_failed_balanced_mix": len(failed),
                      "takeover_diag_mix": len(failed), "takeover_random_mix": len(failed),
                      **{arm: len(failed) for arm in SHAPED_ARMS}}
     results: dict[str, dict] = {}

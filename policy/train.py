@@ -52,6 +52,27 @@ def demo_buffer(demos: Sequence[Episode], embedder=None, potentials=None) -> Chu
     return buf
 
 
+def balance_families(episodes: Sequence[Episode]) -> list[Episode]:
+    """The episodes with those of each family repeated (in order, cyclically) until every family contributes at
+    least the transitions of the largest one, so a uniform BC batch draws about a quarter from each of four
+    families instead of following the episodes' lengths and counts (a round's D_t follows its failures, and
+    long-horizon families have ~2.5x the steps). Families keep their own episodes: nothing is resampled across
+    families; episodes without steps are dropped."""
+    by_family: dict[str, list[Episode]] = {}
+    for ep in episodes:
+        if ep.steps > 0:
+            by_family.setdefault(ep.family, []).append(ep)
+    target = max((sum(ep.steps for ep in eps) for eps in by_family.values()), default=0)
+    out: list[Episode] = []
+    for eps in by_family.values():
+        total = k = 0
+        while total < target:
+            ep = eps[k % len(eps)]
+            out.append(ep)
+            total, k = total + ep.steps, k + 1
+    return out
+
+
 def rollout_buffer(episodes: Sequence[Episode], embedder=None, potentials=None, capacity: int = 200_000,
                    stride: int | None = None) -> ChunkReplayBuffer:
     """Own rollouts (successes and failures) as chunk transitions."""

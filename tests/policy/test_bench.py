@@ -43,3 +43,41 @@ def test_bench_round_tiny(tmp_path):
     reps = raw["per_seed"][0]["arms"]["dt_mix"]["replicates"]
     assert [r["replicate"] for r in reps] == [0, 1] and all(len(r["success"]) == 3 for r in reps)
     assert raw["commit"] and len(raw["per_seed"][0]["base"]) == 3
+
+
+def test_bench_round_all_families_tiny():
+    """`--family all`: one base and one update over every family; the held-out scenes are `--eval` per family and
+    the report gives each arm's success per family; the balanced arm trains on the same data."""
+    from policy import bench_round
+    from sim.constants import FAMILIES
+
+    parser = argparse.ArgumentParser()
+    bench_round.add_arguments(parser)
+    args = parser.parse_args(["--family", "all", "--seeds", "0", "--replicates", "1", "--arms",
+                              "dt_failed_mix,dt_failed_balanced_mix", "--base-demos", "2", "--base-updates", "2",
+                              "--scenes", "1", "--rollouts-per-scene", "1", "--updates", "2", "--eval", "2"])
+    result = bench_round.run(args)
+    assert result["arms"]["dt_failed_mix"]["vs_base"]["n"] == 2 * len(FAMILIES)
+    assert set(result["per_family"]) == {"base", "dt_failed_mix", "dt_failed_balanced_mix"}
+    assert all(set(v) == set(FAMILIES) for v in result["per_family"].values())
+    calls = {a: result["arms"][a]["planner_calls"] for a in ("dt_failed_mix", "dt_failed_balanced_mix")}
+    assert calls["dt_failed_mix"] == calls["dt_failed_balanced_mix"] <= len(FAMILIES)
+
+
+def test_balance_families_repeats_each_family_to_the_largest():
+    """Every family ends with at least the largest family's transitions and no more than one episode beyond;
+    episodes stay in their family and in order; empty input stays empty."""
+    import numpy as np
+
+    from policy.rollout import Episode
+    from policy.train import balance_families
+
+    def ep(family, steps, i):
+        return Episode(f"{family}{i}", family, [], np.zeros((steps, 7)), True, steps)
+
+    eps = [ep("prep", 50, 0), ep("prep", 40, 1), ep("pick_place", 20, 0), ep("pick_place", 15, 1), ep("stack", 0, 0)]
+    out = balance_families(eps)
+    steps = {f: sum(e.steps for e in out if e.family == f) for f in ("prep", "pick_place")}
+    assert steps["prep"] == 90 and 90 <= steps["pick_place"] < 90 + 20
+    assert [e.spec_hash for e in out if e.family == "pick_place"][:4] == ["pick_place0", "pick_place1"] * 2
+    assert not [e for e in out if e.family == "stack"] and balance_families([]) == []
