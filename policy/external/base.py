@@ -211,6 +211,17 @@ class WorkerAdapter(ExternalAdapter):
     def success(self) -> bool:
         return self._success
 
+    def phase_report(self) -> dict | None:
+        """How far the current episode got, from the external simulator's state (`policy.external.phases`); None
+        for an adapter that does not track phases."""
+        tracker = getattr(self, "_tracker", None)
+        return tracker.report() if tracker is not None else None
+
+    @property
+    def phase_kind(self) -> str | None:
+        tracker = getattr(self, "_tracker", None)
+        return tracker.kind if tracker is not None else None
+
     def close(self) -> None:
         worker = getattr(self, "worker", None)
         if worker is not None:

@@ -5,6 +5,11 @@ The policy runs here, one batched forward pass per chunk boundary for all live e
 adapters (one external worker process each) runs one episode at a time, and the adapters step in parallel.
 Episode e of seed group k resets the benchmark with seed k * SEED_STRIDE + e (re-seeding robosuite's own
 generators), whichever worker runs it.
+
+Each task's row also carries the failure analysis by phase where the adapter tracks it (`policy.external.phases`):
+`phases` (episodes by the furthest phase reached), `phases_reached`, `mean_min_tcp_obj_dist`,
+`mean_final_obj_displacement`, `closed_near_object` and `episodes` (per episode: seed, success, steps, phase,
+reached, min_tcp_obj_dist, closest_offset, final_obj_displacement, ...).
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ class ExternalEpisode:
     success: bool
     steps: int
     external_steps: int
+    phase: dict | None = None
+    """how far it got, from the external simulator's state (`policy.external.phases.PhaseTracker.report`)"""
+    phase_kind: str | None = None
 
 
 def episode_seeds(n: int, seeds: int) -> list[int]:
@@ -96,7 +104,8 @@ def run_task(act, benchmark: str, task: str, seeds: list[int], *, workers: int =
                 if info.get("frames") is not None:
                     frames.extend(info["frames"])
                 if terminated or truncated:
-                    episodes[e] = ExternalEpisode(task, seeds[e], bool(info["success"]), adapters[w].steps, ext)
+                    episodes[e] = ExternalEpisode(task, seeds[e], bool(info["success"]), adapters[w].steps, ext,
+                                                  adapters[w].phase_report(), adapters[w].phase_kind)
                     del current[w]
                     start(w)
                 else:
@@ -111,6 +120,18 @@ def run_task(act, benchmark: str, task: str, seeds: list[int], *, workers: int =
               "external_steps": external_steps,
               "external_steps_per_s": round(external_steps / t_step, 1) if t_step else 0.0}
     return [e for e in episodes if e is not None], timing
+
+
+def phase_fields(episodes: list[ExternalEpisode]) -> dict:
+    """The failure analysis of one task's episodes: the phase histogram and means (`phases.summarize`) and, per
+    episode, its seed, success, steps and phase report; {} when the adapter tracks no phases."""
+    from policy.external.phases import summarize
+
+    if not episodes or any(e.phase is None for e in episodes):
+        return {}
+    out = summarize(episodes[0].phase_kind, [e.phase for e in episodes])
+    out["episodes"] = [{"seed": e.seed, "success": e.success, "steps": e.steps, **e.phase} for e in episodes]
+    return out
 
 
 def write_gif(path: Path, frames: list[np.ndarray], ms: int = 100) -> Path:
@@ -146,5 +167,6 @@ def evaluate_external(policy, targets: list[tuple[str, str]], n: int, seeds: int
                **timing}
         if gif is not None:
             row["gif"] = str(gif)
+        row.update(phase_fields(episodes))
         suites.append(row)
     return {"suites": suites, "total": success_stats(everything)}

@@ -32,6 +32,10 @@ slide, door hinge: 0 closed, 1 at the joint's far limit), role and category of t
 Proprio: TCP (Meta-World's `tcp_center`, between the finger pads), gripper orientation, hand velocity, finger
 opening (1 - (q_r - q_l) / span of the two claw joints: 1 open), the last gripper command. Success is only the
 `info["success"]` of each env.step; the episode ends when it first holds, or at Meta-World's 500-step limit.
+
+Phases. Every executed action's raw state (Meta-World's frame, with the claws' contacts) also feeds a
+`phases.PhaseTracker` (`phase_report()`): how far the episode got (reach, grasp / contact, lift / moved, success)
+from Meta-World's own state, for the failure analysis.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from sim.constants import (
     MAX_DROT,
     MAX_OBJECTS,
     OBJ_DIM,
+    OBS_PROPRIO,
     PROPRIO_DIM,
     ROLES,
 )
@@ -93,6 +98,8 @@ class MetaWorldTask:
     expert: str
     """the scripted policy Meta-World ships for the task (`metaworld.policies`)"""
     description: str = ""
+    phases: str = "pick"
+    """the phase ladder of the failure analysis (`policy.external.phases.LADDERS`)"""
 
 
 _PUCK = MetaWorldObject("puck", "target", "cylinder_block", body="obj", pos="main", free_joint="objjoint")
@@ -104,15 +111,16 @@ TASKS: dict[str, MetaWorldTask] = {
                       "SawyerPickPlaceV3Policy",
                       "a puck (radius 2 cm) on the table, a goal point in the air; success: puck within 7 cm of it"),
         MetaWorldTask("push-v3", "pick_place", "push the puck to the goal", (_PUCK, _GOAL), "SawyerPushV3Policy",
-                      "a puck and a goal point on the table; success: puck within 5 cm of it"),
+                      "a puck and a goal point on the table; success: puck within 5 cm of it", phases="push"),
         MetaWorldTask("drawer-open-v3", "articulated", "open the drawer",
                       (MetaWorldObject("drawer", "articulated", "drawer", body="drawer_link", pos="main",
                                        joint="goal_slidey"),),
-                      "SawyerDrawerOpenV3Policy", "a drawer facing the robot; success: pulled (nearly) fully open"),
+                      "SawyerDrawerOpenV3Policy", "a drawer facing the robot; success: pulled (nearly) fully open",
+                      phases="open"),
         MetaWorldTask("door-open-v3", "articulated", "open the door",
                       (MetaWorldObject("door", "articulated", "door", body="door_link", pos="main",
                                        joint="doorjoint"),),
-                      "SawyerDoorOpenV3Policy", "a hinged door; success: its handle swung to the goal"),
+                      "SawyerDoorOpenV3Policy", "a hinged door; success: its handle swung to the goal", phases="open"),
     )
 }
 
@@ -213,6 +221,10 @@ class MetaWorldAdapter(WorkerAdapter):
                 self._joint_range[i] = tuple(float(v) for v in info["joint_range"])
         self._static = static
         self._steps, self._success, self._gripper_cmd, self._limit = 0, False, -1.0, False
+        from policy.external.phases import PhaseTracker
+
+        goal = next((i for i, o in enumerate(self.objects) if o.pos == "goal"), None)
+        self._tracker = PhaseTracker(self.spec.phases, state, obj=0, goal=goal)
         self._last = self._observe(state)
         return self._last
 
@@ -278,6 +290,8 @@ class MetaWorldAdapter(WorkerAdapter):
         for t in range(n):
             self._gripper_cmd = float(self._grips[t])
             observations.append(self._observe({k: v[t] for k, v in states.items()}))
+            self._tracker.update({k: v[t] for k, v in states.items()}, float(observations[-1][OBS_PROPRIO][10]),
+                                 bool(out["success"][t]))
         self.path_length = int(out["path_length"])
         self._steps = self.path_length // self.steps_per_action if not count else self._steps + n
         self._success = bool(out["success"][n - 1])

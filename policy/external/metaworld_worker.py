@@ -9,7 +9,10 @@ mujoco, numpy and its sibling files, never this project (MuJoCo 4 there, 3.3 her
 
 Commands: make, reset, step (10 Hz actions through the target mapping, or `raw` 4-D Meta-World actions, one env
 step each), expert (the action of a policy shipped in `metaworld.policies` for the current observation), render,
-success, bench, close. Positions are in Meta-World's world frame: the adapter does the frame change.
+success, bench, close. Positions are in Meta-World's world frame: the adapter does the frame change. Each state
+also says whether the left claw, the right claw (claw and pad) and the end effector (wrist and below) touched each
+object's body subtree at any env step since the previous state (`touch`, from MuJoCo's contact list), for the
+phase analysis (`phases.py`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ class Worker:
                          for o in self.objects]
         self.obj_joint = [int(m.jnt_qposadr[self._id("joint", o["joint"])]) if o.get("joint") else -1
                           for o in self.objects]
+        # contact sets for the phase analysis: each claw's subtree (claw and pad), the whole end effector (the
+        # hand's parent, the wrist, and all below it), each object's body subtree
+        wrist = int(m.body_parentid[self.hand])
+        self.claw_bodies = [worker_common.subtree_bodies(m, c) for c in self.claws] + \
+            [worker_common.subtree_bodies(m, wrist)]
+        self.obj_bodies = [worker_common.subtree_bodies(m, b) if b >= 0 else set() for b in self.obj_body]
         self._reset(0)
         table = self._id("body", "tablelink")
         tops = [self.d.geom_xpos[g][2] + m.geom_size[g][2] for g in range(m.ngeom)
@@ -90,6 +99,7 @@ class Worker:
             env.seed(int(seed))
         self.obs, _ = env.reset()
         self.info: dict = {"success": 0.0}
+        self._touched = np.zeros((len(self.objects), 3), dtype=bool)
 
     def reset(self, msg: dict) -> dict:
         self.control.update(msg.get("control") or {})
@@ -140,13 +150,23 @@ class Worker:
                 qvel[i] = d.qvel[self.obj_free[i] : self.obj_free[i] + 6]
             if self.obj_joint[i] >= 0:
                 joint[i] = d.qpos[self.obj_joint[i]]
+        touch = self._touch() | self._touched  # a contact at any env step since the last state counts
+        self._touched = np.zeros_like(touch)
         return {"tcp_pos": self._tcp(), "tcp_mat": d.xmat[self.hand].reshape(3, 3).copy(),
                 "tcp_linvel": vel[3:].copy(), "fingers": np.array([d.qpos[a] for a in self.fingers]),
-                "obj_pos": pos, "obj_quat": quat, "obj_qvel": qvel, "obj_joint": joint}
+                "obj_pos": pos, "obj_quat": quat, "obj_qvel": qvel, "obj_joint": joint, "touch": touch}
+
+    def _touch(self) -> np.ndarray:
+        """(n_objects, 3): whether the left claw, the right claw (claw and pad), the end effector (wrist and below)
+        touches each object's body subtree now."""
+        m, d = self.m, self.d
+        return np.array([[worker_common.touching(m, d, claw, bodies) for claw in self.claw_bodies]
+                         for bodies in self.obj_bodies], dtype=bool).reshape(len(self.objects), 3)
 
     def _env_step(self, action) -> tuple[bool, bool]:
         """One Meta-World env.step; (success from its info, whether its episode limit is reached)."""
         self.obs, _, _, truncated, self.info = self.env.step(np.asarray(action, dtype=np.float64))
+        self._touched |= self._touch()
         return bool(self.info["success"] > 0), bool(truncated) or self.env.curr_path_length >= \
             self.env.max_path_length
 

@@ -23,7 +23,9 @@ object's collision-geom box and its body orientation (quaternion w, x, y, z with
 velocity (MuJoCo's qvel: linear in the world frame, angular in the body frame, as this project's tokens), the box's
 half extents, its position relative to the grip site, the door's opening (hinge angle over its range), the role
 and the nearest category of this project's asset pool. Success is robosuite's own `env._check_success()`, read after every 20 Hz
-step; the episode ends when it first holds (as this project's env ends on its success predicate).
+step; the episode ends when it first holds (as this project's env ends on its success predicate). Every executed
+action's raw state (robosuite's frame, with the fingers' contacts) also feeds a `phases.PhaseTracker`
+(`phase_report()`) for the failure analysis.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from sim.constants import (
     MAX_DROT,
     MAX_OBJECTS,
     OBJ_DIM,
+    OBS_PROPRIO,
     PROPRIO_DIM,
     ROLES,
 )
@@ -84,6 +87,8 @@ class RobosuiteTask:
     objects: tuple[ExternalObject, ...]
     env_kwargs: dict = field(default_factory=dict)
     description: str = ""
+    phases: str = "pick"
+    """the phase ladder of the failure analysis (`policy.external.phases.LADDERS`)"""
 
 
 TASKS: dict[str, RobosuiteTask] = {
@@ -111,6 +116,7 @@ TASKS: dict[str, RobosuiteTask] = {
             "Door", "articulated", "open the door", 120,
             (ExternalObject("door", "Door_door", "articulated", "door", site="Door_handle", joint="Door_hinge"),),
             description="a hinged door with a latched handle; success: hinge angle > 0.3 rad (opening > 0.75)",
+            phases="open",
         ),
     )
 }
@@ -201,6 +207,9 @@ class RobosuiteAdapter(WorkerAdapter):
             self.tcp_to_gripper = self.gripper_frame(out["geometry"], state["tcp_mat"])
         self._static_tokens(out["objects"], attrs, state)
         self._steps, self._success, self._gripper_cmd = 0, False, -1.0
+        from policy.external.phases import PhaseTracker
+
+        self._tracker = PhaseTracker(self.spec.phases, state, obj=0)
         self._last = self._observe(state)
         return self._last
 
@@ -272,6 +281,8 @@ class RobosuiteAdapter(WorkerAdapter):
         for t in range(n):
             self._gripper_cmd = float(np.clip(self._sent[t, 6], -1.0, 1.0))
             observations.append(self._observe({k: v[t] for k, v in states.items()}))
+            self._tracker.update({k: v[t] for k, v in states.items()}, float(observations[-1][OBS_PROPRIO][10]),
+                                 bool(out["success"][t]))
         self._steps += n
         self._success = bool(out["success"][n - 1])
         self._last = observations[-1]

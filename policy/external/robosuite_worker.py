@@ -8,7 +8,9 @@ from the env's own `_check_success()`. It imports only robosuite, numpy and its 
 this project (which needs MuJoCo 4, while robosuite 1.5 needs MuJoCo 3).
 
 Commands (dicts with "cmd"): make, reset, attrs, step, render, success, bench, close; each answer is a dict, {"error": "..."} on
-failure. Anything robosuite prints goes to stderr: stdout carries only messages.
+failure. Anything robosuite prints goes to stderr: stdout carries only messages. Each state also says whether the
+left finger, the right finger and the end effector touched each object's body subtree at any control step since
+the previous state (`touch`, from MuJoCo's contact list), for the phase analysis (`phases.py`).
 """
 
 from __future__ import annotations
@@ -88,6 +90,18 @@ class Worker:
         self.obj_joint = [int(self.m.jnt_qposadr[self._id("joint", o["joint"])]) if o.get("joint") else -1
                           for o in self.objects]
         self.obj_box = [self._box(o.get("bbox_body", o["body"])) for o in self.objects]
+        # contact sets for the phase analysis: each finger's subtree, the whole end effector (the gripper's parent
+        # body and all below it), each object's body subtree
+        self.touch_bodies = [worker_common.subtree_bodies(self.m, b) for b in self.finger_bodies] + \
+            [worker_common.subtree_bodies(self.m, self.hand_body)]
+        self.obj_bodies = [worker_common.subtree_bodies(self.m, b) for b in self.obj_body]
+        self._touched = np.zeros((len(self.objects), 3), dtype=bool)
+
+    def _touch(self) -> np.ndarray:
+        """(n_objects, 3): whether the left finger, the right finger, the end effector touches each object now."""
+        m, d = self.m, self.d
+        return np.array([[worker_common.touching(m, d, part, bodies) for part in self.touch_bodies]
+                         for bodies in self.obj_bodies], dtype=bool).reshape(len(self.objects), 3)
 
     def _ref_mat(self) -> np.ndarray:
         c = self.controller
@@ -145,9 +159,11 @@ class Worker:
             if self.obj_joint[i] >= 0:
                 joint[i] = d.qpos[self.obj_joint[i]]
         fingers = np.array([d.qpos[m.jnt_qposadr[j]] for j in self.finger_joints])
+        touch = self._touch() | self._touched  # a contact at any control step since the last state counts
+        self._touched = np.zeros_like(touch)
         return {"tcp_pos": d.site_xpos[self.tcp].copy(), "tcp_mat": d.site_xmat[self.tcp].reshape(3, 3).copy(),
                 "tcp_linvel": vel[3:].copy(), "fingers": fingers, "obj_pos": pos, "obj_quat": quat,
-                "obj_qvel": qvel, "obj_joint": joint}
+                "obj_qvel": qvel, "obj_joint": joint, "touch": touch}
 
     def step(self, msg: dict) -> dict:
         env, c, d = self.env, self.control, self.d
@@ -169,6 +185,7 @@ class Worker:
                     cmd = open_loop
                 env.step(np.concatenate([cmd * in_max, [grip]]))
                 external += 1
+                self._touched |= self._touch()
                 success = bool(env._check_success())  # the benchmark's own success function
                 if success:
                     break

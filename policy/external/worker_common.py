@@ -87,3 +87,25 @@ def subtree_box(m, d, root: int) -> tuple[np.ndarray, np.ndarray]:
     pts = np.concatenate(pts)
     lo, hi = pts.min(axis=0), pts.max(axis=0)
     return (lo + hi) / 2, (hi - lo) / 2
+
+
+def subtree_bodies(m, root: int) -> set[int]:
+    """The body ids of a body's subtree (itself included)."""
+    bodies = {int(root)}
+    for b in range(m.nbody):  # parents precede children in MuJoCo's body order
+        if b != 0 and int(m.body_parentid[b]) in bodies:
+            bodies.add(b)
+    return bodies
+
+
+def touching(m, d, a: set[int], b: set[int]) -> bool:
+    """Whether MuJoCo's current contact list has a contact between a geom of a body in `a` and one in `b`."""
+    n = int(d.ncon)
+    if n == 0 or not a or not b:
+        return False
+    b1 = m.geom_bodyid[d.contact.geom1[:n]]
+    b2 = m.geom_bodyid[d.contact.geom2[:n]]
+    for x, y in zip(b1.tolist(), b2.tolist(), strict=True):
+        if (x in a and y in b) or (x in b and y in a):
+            return True
+    return False

@@ -88,6 +88,13 @@ def test_metaworld_eval_end_to_end(metaworld_available, tmp_path):
     assert row["family"] == "pick_place"
     assert row["n"] == 4 and len(row["per_seed"]) == 2 and row["mean_steps"] <= 10
     assert row["mean_external_steps"] <= 80 and out["total"]["n"] == 4
+    # the failure analysis by phase: a histogram over the ladder, one report per episode, in seed order
+    assert row["phase_ladder"] == ["none", "reach", "grasp", "lift", "success"]
+    assert sum(row["phases"].values()) == 4 and set(row["phases"]) == set(row["phase_ladder"])
+    assert [e["seed"] for e in row["episodes"]] == [0, 1, 100_000, 100_001]
+    for e in row["episodes"]:
+        assert e["phase"] in row["phase_ladder"] and e["min_tcp_obj_dist"] >= 0 and "final_obj_displacement" in e
+    assert row["mean_min_tcp_obj_dist"] > 0
     assert (tmp_path / "gifs" / "metaworld_pick-place-v3.gif").stat().st_size > 1000
 
 
