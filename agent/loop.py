@@ -652,6 +652,8 @@ class CoEvolution:
                     policy_updates=p.policy_updates if m.update_policy else 0, lora=p.lora)
         if p.round_update != "branch":
             args["collect"] = p.round_update
+        if p.bc_balance:
+            args["balance_families"] = True
         if m.round_data != "dt_only":  # seed-scene demos of every family (the base-demo mix)
             args.update(demo_families=list(p.families), demos_per_family=max(1, p.demos_per_family // 2))
         if m.round_data in ("dt", "dt_failed", "dt_only"):  # D_t: the planner on accepted environments, + own successes

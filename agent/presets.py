@@ -64,6 +64,9 @@ class Preset:
     advantages plus the BC data; `dt_shaped_mix` of `coda bench round`, protocol v4). Text2potential shapes the
     branch and critic updates (and the critic where critic selection reads it): with "bc" the compiled potentials
     are checked and stored but train nothing"""
+    bc_balance: bool = False
+    """balance a round's BC data by family (`policy.train.balance_families`, the trainer's `balance_families`): the
+    `dt_failed_balanced_mix` arm of `coda bench round --family all` (round decision v5)"""
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -122,7 +125,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "demos_per_family", "sft_updates", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite",
             "interim_eval_per_suite", "eps_novel",
-            "eps_replay", "lora", "round_update")
+            "eps_replay", "lora", "round_update", "bc_balance")
 """the budget fields `--set` may change"""
 
 

@@ -26,7 +26,7 @@ from policy.data import stack_obs
 from policy.evaluate import evaluate, train_specs
 from policy.improve import awr_round, branch_round, collect
 from policy.rollout import Episode, planner_demos
-from policy.train import Progress, bc_finetune, demo_buffer, train_sft
+from policy.train import Progress, balance_families, bc_finetune, demo_buffer, train_sft
 from sim.constants import OBS_INSTRUCTION
 from sim.spec import SceneSpec
 from sim.trace import Trace
@@ -240,12 +240,13 @@ class TrainerService:
               scene_demos: Sequence[SceneSpec] = (), critic_updates: int = CRITIC_UPDATES,
               policy_updates: int = POLICY_UPDATES, lora: bool = False, progress: Progress | None = None,
               collect: str = "branch", programs: Mapping[str, str] | None = None,
-              bc_successes: bool = False) -> dict:
+              bc_successes: bool = False, balance: bool = False) -> dict:
         """Critic updates on the given rollouts (shaped by per-rollout potentials when given), then AWR policy
         updates, with BC on planner demos of `demo_families` (`demos_per_family` each) and of the scenes
         `scene_demos` (the round's D_t: every accepted environment of the round, or the targeted scenes of modes
         routed to BC; scenes the planner fails in add nothing) and, with `bc_successes`, on the successful ones of
-        the given rollouts (the policy's own successes).
+        the given rollouts (the policy's own successes). With `balance`, the BC data is balanced by family
+        (`policy.train.balance_families`: each family's episodes repeated to the transitions of the largest).
 
         collect="branch" (default): the policy updates use branch rollouts in the scenes of the given rollouts
         (`policy.branch`: Monte-Carlo advantages of sampled chunks over the mean chunk from the same states;
@@ -271,7 +272,7 @@ class TrainerService:
             try:
                 return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
                                    critic_updates, policy_updates, lora, progress, specs, programs, bc_successes,
-                                   bc_only=collect == "bc", advantage="q" if collect == "critic" else None)
+                                   bc_only=collect == "bc", balance=balance, advantage="q" if collect == "critic" else None)
             except BaseException:
                 self._restore()
                 raise
@@ -280,7 +281,8 @@ class TrainerService:
                demo_families: Sequence[str], demos_per_family: int, scene_demos: Sequence[SceneSpec],
                critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None,
                branch_specs: list[SceneSpec] | None = None, programs: Mapping[str, str] | None = None,
-               bc_successes: bool = False, bc_only: bool = False, advantage: str | None = None) -> dict:
+               bc_successes: bool = False, bc_only: bool = False, advantage: str | None = None,
+               balance: bool = False) -> dict:
         if lora and state.extra.get("lora") is None:
             from policy.lora import add_lora
 
@@ -298,6 +300,8 @@ class TrainerService:
         own = self.demos_for_scenes(scene_demos) if scene_demos else []
         wins = list({id(ep): ep for ep in episodes if ep.success}.values()) if bc_successes else []
         bc = demos + own + wins  # behaviour cloning: family demos, planner demos of scenes, the policy's successes
+        if balance:
+            bc = balance_families(bc)
         config = state.train_config
         if advantage is not None:  # this round's policy updates only; checkpoints keep the configured advantage
             state.train_config = dataclasses.replace(config, advantage=advantage)

@@ -250,6 +250,10 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         ] = [],  # noqa: B006
         bc_successes: Annotated[bool, Field(
             description="also clone the successful ones of rollout_ids (the policy's own successes)")] = False,
+        balance_families: Annotated[bool, Field(
+            description="balance the BC data by family: each family's episodes repeated until it has as many "
+                        "transitions as the largest (a round's demos follow its failures and long-horizon "
+                        "families have longer episodes)")] = False,
         critic_updates: Annotated[int, Field(ge=0, le=100_000, description="K_Q critic updates")] = CRITIC_UPDATES,
         policy_updates: Annotated[int, Field(ge=0, le=100_000, description="K_pi policy updates")] = POLICY_UPDATES,
         lora: Annotated[bool, Field(description="fine-tune LoRA adapters on the base policy")] = False,
@@ -283,7 +287,8 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                  demos_per_family=demos_per_family, scene_demos=demo_specs,
                                  critic_updates=critic_updates,
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job),
-                                 collect=collect, programs=potential_programs, bc_successes=bc_successes)
+                                 collect=collect, programs=potential_programs, bc_successes=bc_successes,
+                                 balance=balance_families)
             return {**info, "potential_scenes_without_rollouts": unused}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")

@@ -130,13 +130,15 @@ class FakeTrainer:
                            demo_families: list[str] = [], demos_per_family: int = 0,  # noqa: B006
                            demo_scene_ids: list[str] = [],  # noqa: B006
                            critic_updates: int = 0, policy_updates: int = 0, lora: bool = False,
-                           bc_successes: bool = False, collect: str = "branch") -> dict:
+                           bc_successes: bool = False, collect: str = "branch",
+                           balance_families: bool = False) -> dict:
             self.calls.append(("start_training", {"rollout_ids": rollout_ids, "potentials": potential_programs,
                                                   "collect": collect,
                                                   "policy_updates": policy_updates, "critic_updates": critic_updates,
                                                   "demo_families": demo_families,
                                                   "demo_scene_ids": demo_scene_ids,
-                                                  "bc_successes": bc_successes}))
+                                                  "bc_successes": bc_successes,
+                                                  "balance_families": balance_families}))
             self.step += policy_updates + critic_updates
             return started("train", lambda: {"updates": policy_updates + critic_updates,
                                              "shaped_rollouts": len(potential_programs),
@@ -752,6 +754,9 @@ def test_round_update_is_passed_to_the_trainer(tmp_path, runs):
     calls = critic.trainer.of("start_training")
     assert {t["collect"] for t in calls} == {"critic"}
     assert {t["critic_updates"] for t in calls} == {PRESET.critic_updates} and PRESET.critic_updates > 0
+    assert not any(t.get("balance_families") for t in runs["coda"].trainer.of("start_training"))
+    balanced = run_method(tmp_path / "balanced", "coda", preset=replace(PRESET, bc_balance=True))
+    assert {t["balance_families"] for t in balanced.trainer.of("start_training")} == {True}
 
 
 def test_interim_evaluations_are_small_and_the_final_one_is_full(tmp_path):

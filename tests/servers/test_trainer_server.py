@@ -414,6 +414,28 @@ def test_bc_round_update_clones_the_demos_only(run_dir, seeded, monkeypatch):
         service.train([rid], critic_updates=1, policy_updates=3, collect="bc")
 
 
+def test_bc_update_balances_families_on_request(run_dir, seeded, monkeypatch):
+    """balance_families: the BC data of the update has each family's episodes repeated to the largest family's
+    transitions; without it, the data is the demos as they are."""
+    import policy.service as service_module
+    from policy.service import TrainerService
+
+    seen: list[list] = []
+    real = service_module.demo_buffer
+    monkeypatch.setattr(service_module, "demo_buffer", lambda demos, *a, **k: (seen.append(list(demos)),
+                                                                               real(demos, *a, **k))[1])
+    service = TrainerService(run_dir)
+    rid = seeded["rollout"]["rollout_id"]
+    args = dict(critic_updates=0, policy_updates=1, collect="bc", demo_families=["pick_place", "prep"],
+                demos_per_family=1)
+    service.train([rid], **args)
+    plain = {ep.family: ep.steps for ep in seen[-1]}
+    assert len(seen[-1]) == 2 and plain["prep"] > plain["pick_place"]  # prep's planner episode is longer
+    service.train([rid], balance=True, **args)
+    steps = {f: sum(ep.steps for ep in seen[-1] if ep.family == f) for f in plain}
+    assert steps["prep"] == plain["prep"] and plain["prep"] <= steps["pick_place"] < plain["prep"] + plain["pick_place"]
+
+
 def test_critic_round_update_uses_the_critics_own_advantages(run_dir, seeded, monkeypatch):
     """collect='critic': AWR on the given rollouts with advantage "q" (the shaped critic's Q − mean Q) for this job
     only — the configured advantage is what the checkpoint keeps; no branch rollouts."""
