@@ -4,8 +4,8 @@ An adapter feeds a `PhaseTracker` the raw state its worker returns after every e
 benchmark's own world frame, metres): the TCP (`tcp_pos`), the objects' positions (`obj_pos`, the point the
 benchmark itself reports: Meta-World's `_get_pos_objects()`, robosuite's body box centre or handle site), and which
 finger touches which object (`touch`: (n_objects, 3): the left finger, the right finger, the whole end effector in
-contact with the object's body subtree since the previous state, from MuJoCo's contact list in the worker), plus the finger opening (1 open, 0 closed) and the benchmark's
-own success flag. Nothing here uses this project's success predicates.
+contact with the object's body subtree since the previous state, from MuJoCo's contact list in the worker), plus
+the finger opening (1 open, 0 closed) and the benchmark's own success flag. Nothing here uses this project's success predicates.
 
 Each task has a ladder of phases, the first being "none" (the episode reached nothing):
 
@@ -13,11 +13,20 @@ Each task has a ladder of phases, the first being "none" (the episode reached no
     push  (push):                                  reach -> contact -> moved -> success
     open  (drawer-open, door-open, Door):          reach -> contact -> moved -> success
 
-reach: the TCP within REACH_DIST of the object's point (for drawers and doors, the handle); grasp: both fingers touch
-the object (since the same previous state); contact: the end effector (fingers, hand, wrist) touches it; lift: the object raised LIFT_HEIGHT above its resting height (the lowest it has been in the episode: robosuite drops its cube from 1 cm at reset);
-moved: the object's point displaced MOVED_DIST from its start (in the table plane for push; the handle, which the
-joint carries, in 3-D for open); success: the benchmark's success. An episode's `phase` is the furthest rung whose
-condition held at some state (`reached` lists every rung that held, so a skipped rung shows).
+reach: the TCP within REACH_DIST of the object's point (for drawers and doors, the handle); grasp: both fingers
+touch the object (since the same previous state); contact: the end effector (fingers, hand, wrist) touches it; lift:
+the object raised LIFT_HEIGHT above its resting height (the lowest it has been in the episode: robosuite drops its
+cube from 1 cm at reset); moved: the object's point displaced MOVED_DIST from its start (in the table plane for
+push; the handle, which the joint carries, in 3-D for open); success: the benchmark's success. An episode's `phase`
+is the furthest rung whose condition held at some state (`reached` lists every rung that held, so a skipped rung
+shows).
+
+Besides the rungs, a report gives the closest TCP-object distance and the offset object - TCP there
+(`closest_offset`, benchmark frame), the object's final and largest displacement and largest rise, whether the jaw
+closed within REACH_DIST of the object, how far the TCP ever got from its start (`max_tcp_travel`) and how low it
+went relative to the object's start height (`min_tcp_height_over_obj`). Contacts are MuJoCo's at the end of each
+benchmark env step (Meta-World 80 Hz, robosuite 20 Hz): an impact inside one step can move an object with no contact
+listed, and `reached` then shows "moved" without "contact".
 """
 
 from __future__ import annotations
@@ -28,8 +37,8 @@ REACH_DIST = 0.05
 """m: an open Sawyer jaw's pads sit 5 cm either side of its TCP (10 cm apart at reset; the Panda's, 4 cm), so within
 5 cm of the TCP the object's point lies inside the open jaw's span"""
 LIFT_HEIGHT = 0.02
-"""m: the object's centre 2 cm above its start (the pucks' and cubes' half height): more than resting jitter, and more
-than tipping a 2 cm-radius, 2 cm-half-height puck onto its side can raise it"""
+"""m: the object's centre 2 cm above its resting height (the pucks' and cubes' half height): more than resting
+jitter, and more than tipping a 2 cm-radius, 2 cm-half-height puck onto its side can raise it"""
 MOVED_DIST = 0.02
 """m: the object's point 2 cm from its start (a puck's radius; a drawer pulled 2 cm, a door's handle swung 2 cm):
 well above contact jitter, far below any success threshold (5-7 cm to the goal, drawer nearly fully open)"""
@@ -66,6 +75,9 @@ class PhaseTracker:
         self.rest_z = float(self.start_pos[2])
         self.max_displacement = 0.0
         self.closed_near = False
+        self.tcp_start = np.asarray(start["tcp_pos"], dtype=np.float64).copy()
+        self.max_travel = 0.0
+        self.min_height = float(self.tcp_start[2] - self.start_pos[2])
         self.final_pos = self.start_pos.copy()
         self.final_goal_dist = self._goal_dist(start)
 
@@ -81,6 +93,8 @@ class PhaseTracker:
         pos = np.asarray(s["obj_pos"], dtype=np.float64)[self.obj]
         touch = np.asarray(s["touch"], dtype=bool)[self.obj]
         offset = pos - tcp
+        self.max_travel = max(self.max_travel, float(np.linalg.norm(tcp - self.tcp_start)))
+        self.min_height = min(self.min_height, float(tcp[2] - self.start_pos[2]))
         dist = float(np.linalg.norm(offset))
         if dist < self.min_dist:
             self.min_dist, self.closest_offset = dist, offset
@@ -111,7 +125,8 @@ class PhaseTracker:
                "closest_offset": [round(float(v), 4) for v in self.closest_offset],
                "final_obj_displacement": round(float(np.linalg.norm(self.final_pos - self.start_pos)), 4),
                "max_obj_displacement": round(self.max_displacement, 4), "max_obj_rise": round(self.max_rise, 4),
-               "closed_near_object": self.closed_near}
+               "closed_near_object": self.closed_near, "max_tcp_travel": round(self.max_travel, 4),
+               "min_tcp_height_over_obj": round(self.min_height, 4)}
         if self.final_goal_dist is not None:
             out["final_obj_goal_dist"] = round(self.final_goal_dist, 4)
         return out
@@ -126,5 +141,7 @@ def summarize(kind: str, reports: list[dict]) -> dict:
            "phases_reached": {r: sum(r in p["reached"] for p in reports) for r in rungs[1:]},
            "mean_min_tcp_obj_dist": round(sum(p["min_tcp_obj_dist"] for p in reports) / n, 4),
            "mean_final_obj_displacement": round(sum(p["final_obj_displacement"] for p in reports) / n, 4),
-           "closed_near_object": sum(bool(p["closed_near_object"]) for p in reports)}
+           "closed_near_object": sum(bool(p["closed_near_object"]) for p in reports),
+           "mean_max_tcp_travel": round(sum(p["max_tcp_travel"] for p in reports) / n, 4),
+           "mean_min_tcp_height_over_obj": round(sum(p["min_tcp_height_over_obj"] for p in reports) / n, 4)}
     return out
