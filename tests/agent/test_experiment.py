@@ -754,9 +754,9 @@ def test_round_update_is_passed_to_the_trainer(tmp_path, runs):
     calls = critic.trainer.of("start_training")
     assert {t["collect"] for t in calls} == {"critic"}
     assert {t["critic_updates"] for t in calls} == {PRESET.critic_updates} and PRESET.critic_updates > 0
-    assert not any(t.get("balance_families") for t in runs["coda"].trainer.of("start_training"))
-    balanced = run_method(tmp_path / "balanced", "coda", preset=replace(PRESET, bc_balance=True))
-    assert {t["balance_families"] for t in balanced.trainer.of("start_training")} == {True}
+    assert {t["balance_families"] for t in runs["coda"].trainer.of("start_training")} == {True}  # the default
+    plain = run_method(tmp_path / "plain", "coda", preset=replace(PRESET, bc_balance=False))
+    assert {t["balance_families"] for t in plain.trainer.of("start_training")} == {False}
 
 
 def test_interim_evaluations_are_small_and_the_final_one_is_full(tmp_path):
