@@ -10,6 +10,7 @@ programs leave the pool to the others.
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -232,6 +233,9 @@ def test_answers_are_bound_to_their_request(mode):
             assert not first.ok and "answered another request" in first.error.message, first
         else:
             assert first.value == "right"
+            # the forger writes its extra frame right after the answer: wait until it is there (under load it may
+            # land after the next request's check, which then refuses it as an answer to another request)
+            assert select.select([fake.proc.stdout.fileno()], [], [], 10)[0], "the fake worker wrote no extra frame"
             second = p.run("result = 2")  # the extra frame is detected before this request is sent
             assert not second.ok and "nobody asked for" in second.error.message, second
         assert fake.proc.poll() is not None or fake not in p._idle  # the forger was replaced
