@@ -7,9 +7,10 @@ import time
 from collections.abc import Sequence
 
 from policy.rollout import Episode, chunk_fn, rollout
+from sim.constants import DISTRIBUTIONS
 from sim.families import sample_spec
 from sim.spec import SceneSpec
-from sim.suites import EVAL_SEED_BASE, SUITES, suite_specs
+from sim.suites import EVAL_SEED_BASE, SEED_SPLIT, suite_specs
 from sim.workers import Executor
 
 
@@ -24,9 +25,8 @@ def success_stats(episodes: Sequence[Episode]) -> dict:
 
 
 def eval_specs(family: str, suite: str, n: int) -> list[SceneSpec]:
-    """The evaluation scenes of a suite ('in' = unseen seeds of the training distribution)."""
-    if suite not in SUITES:
-        raise ValueError(f"unknown suite {suite!r}; valid suites: {', '.join(SUITES)}")
+    """The evaluation scenes of a suite ('in' = unseen seeds of the training distribution, 'seed' = of the base's
+    seed distribution)."""
     return suite_specs(family, suite, n)
 
 
@@ -52,8 +52,12 @@ def run_episodes(policy, specs: Sequence[SceneSpec], *, seeds: Sequence[int] | N
     return episodes
 
 
-def train_specs(family: str, n: int, start: int = 0) -> list[SceneSpec]:
-    """Training scenes: family seed scenes with seeds [start, start + n)."""
+def train_specs(family: str, n: int, start: int = 0, distribution: str = "train") -> list[SceneSpec]:
+    """Training scenes: family scenes with seeds [start, start + n), of the whole train side or (`distribution`
+    "seed") of its narrow seed distribution."""
     if start + n > EVAL_SEED_BASE:
         raise ValueError(f"training seeds must stay below {EVAL_SEED_BASE} (evaluation suites use the rest)")
-    return [sample_spec(family, s) for s in range(start, start + n)]
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution must be one of {', '.join(DISTRIBUTIONS)}, not {distribution!r}")
+    split = SEED_SPLIT if distribution == "seed" else None
+    return [sample_spec(family, s, split) for s in range(start, start + n)]

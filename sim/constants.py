@@ -63,6 +63,11 @@ SuiteName = Literal["in", "instances", "layouts", "tasks", "categories"]
 SUITES: tuple[str, ...] = get_args(SuiteName)
 OOD_SUITES = SUITES[1:]
 """held-out evaluation suites"""
+EvalSuiteName = Literal["in", "instances", "layouts", "tasks", "categories", "seed"]
+"""a suite that can be evaluated on request: SUITES plus "seed" (held-out scenes of the base's seed distribution)"""
+Distribution = Literal["train", "seed"]
+"""what a base policy is trained on: the whole train side, or its narrow seed distribution (sim.assets.SEED_*)"""
+DISTRIBUTIONS: tuple[str, ...] = get_args(Distribution)
 
 # --- curriculum: success band and budget shares ------------------------------------------------------
 SUCCESS_BAND = (0.1, 0.9)

@@ -41,7 +41,8 @@ from sim.spec import (
     TaskSpec,
 )
 
-SplitName = Literal["train", "heldout"]
+SplitName = Literal["train", "heldout", "seed"]
+""""seed" is a fixed narrow subset of "train" (sim.assets.SEED_*), the base policy's training distribution"""
 
 SANDBOX_PRELOAD = ("sim.program", "sim.program_helpers", "sim.program_numpy")
 """imported in the sandbox's zygote with the finalizer (children cannot import): the facades programs get for
@@ -165,7 +166,7 @@ class Scene:
         return ObjectHandle(name=name, category=category, role=role)
 
     def _pool(self, category: str) -> list:
-        return assets.assets_in(category, split=self.split.instances) or assets.assets_in(category)
+        return assets.instances_for(category, self.split.instances)
 
     def _draw_instances(self, task: TaskSpec) -> None:
         """Give each object added by category its instance, from a generator seeded by (seed, a digest of the

@@ -20,21 +20,32 @@ SPLITS = {
     "tasks": SceneSplit(tasks="heldout"),
     "categories": SceneSplit(categories="heldout", instances="heldout"),
 }
+SEED_SPLIT = SceneSplit(instances="seed", categories="seed", layouts="seed")
+"""the base policy's narrow training distribution (sim.assets.SEED_*; tasks: the train templates)"""
+EXTRA_SUITES = {"seed": SEED_SPLIT}
+"""suites evaluated only on request (not in SUITES): "seed" = held-out scenes of the base's seed distribution"""
 PRESET_SIZES = {"quick": 10, "paper": 100}
 
 
+def suite_split(suite: str) -> SceneSplit:
+    split = SPLITS.get(suite) or EXTRA_SUITES.get(suite)
+    if split is None:
+        raise ValueError(f"unknown suite {suite!r}; valid suites: {', '.join([*SUITES, *EXTRA_SUITES])}")
+    return split
+
+
 def suite_seed(suite: str, i: int) -> int:
-    return EVAL_SEED_BASE + 100_000 * SUITES.index(suite) + i
+    index = SUITES.index(suite) if suite in SUITES else len(SUITES) + list(EXTRA_SUITES).index(suite)
+    return EVAL_SEED_BASE + 100_000 * index + i
 
 
 def suite_specs(family: str, suite: str, n: int = 10, max_tries: int = 5) -> list[SceneSpec]:
     """The first `n` scenes of a suite (deterministic). Seeds whose scene cannot be built are skipped."""
-    if suite not in SPLITS:
-        raise ValueError(f"unknown suite {suite!r}; valid suites: {', '.join(SUITES)}")
+    split = suite_split(suite)
     out, i = [], 0
     while len(out) < n and i < n * max_tries:
         try:
-            out.append(sample_spec(family, suite_seed(suite, i), SPLITS[suite]))
+            out.append(sample_spec(family, suite_seed(suite, i), split))
         except ValueError:
             pass
         i += 1

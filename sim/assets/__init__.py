@@ -27,6 +27,14 @@ N_LAYOUTS = 500
 HELDOUT_FRACTION = 0.2
 HELDOUT_LAYOUTS = 100
 """the last HELDOUT_LAYOUTS seed layouts are held out"""
+SEED_INSTANCES = {"rigid": 2, "articulated": 8}
+"""the "seed" side: the first few train instances of every category (by id) ..."""
+SEED_CATEGORY_STRIDE = 3
+"""... every third train rigid category (by name; articulated kinds all stay) ..."""
+SEED_LAYOUT_STRIDE = 20
+"""... and every twentieth train seed layout: the narrow distribution a base policy is trained on (the paper's seed
+scenes); the "train" side is everything the data engine may draw from, the "heldout" side the OOD suites'."""
+SIDES = ("train", "heldout", "seed")
 SLOT_SPACING = 0.11
 SLOT_X, SLOT_Y = (0.30, 0.62), (-0.28, 0.28)
 FIXTURE_X, FIXTURE_Y, FIXTURE_YAW = (0.74, 0.80), (-0.12, 0.12), 0.15
@@ -263,6 +271,7 @@ def _pool() -> _Pool:
 def clear_cache() -> None:
     """Forget the built pool (the next call rebuilds it, identically)."""
     _pool.cache_clear()
+    _seed_categories.cache_clear()
 
 
 def categories() -> dict[str, Category]:
@@ -279,6 +288,27 @@ def articulated_assets() -> dict[str, ArticulatedAsset]:
 
 def seed_layouts() -> list[SeedLayout]:
     return list(_pool().layouts)
+
+
+def _check_side(split: str | None) -> None:
+    if split is not None and split not in SIDES:
+        raise ValueError(f"split must be None or one of {', '.join(map(repr, SIDES))}, not {split!r}")
+
+
+def layouts_on(split: str) -> list[SeedLayout]:
+    """The seed layouts of one side ("seed": every SEED_LAYOUT_STRIDE-th train layout)."""
+    _check_side(split)
+    if split == "seed":
+        return [lay for lay in _pool().layouts if lay.split == "train" and lay.id % SEED_LAYOUT_STRIDE == 0]
+    return [lay for lay in _pool().layouts if lay.split == split]
+
+
+@cache
+def _seed_categories() -> frozenset[str]:
+    pool = _pool()
+    rigid = [n for n in pool.names if pool.categories[n].split == "train" and not pool.categories[n].articulated]
+    arts = [n for n in pool.names if pool.categories[n].split == "train" and pool.categories[n].articulated]
+    return frozenset(rigid[::SEED_CATEGORY_STRIDE] + arts)
 
 
 def get_category(name: str) -> Category:
@@ -303,13 +333,23 @@ def get_asset(asset_id: str) -> RigidAsset | ArticulatedAsset:
 
 
 def assets_in(category: str, split: str | None = None) -> list[RigidAsset | ArticulatedAsset]:
-    """All instances of a category, sorted by id, optionally only one split."""
+    """All instances of a category, sorted by id, optionally only one side ("seed": its first train instances)."""
     c = get_category(category)
-    if split not in (None, "train", "heldout"):
-        raise ValueError(f"split must be None, 'train' or 'heldout', not {split!r}")
+    _check_side(split)
     pool = _pool()
     source = pool.articulated if c.articulated else pool.rigid
-    return sorted((a for a in source.values() if a.category == category and split in (None, a.split)), key=lambda a: a.id)
+    side = "train" if split == "seed" else split
+    out = sorted((a for a in source.values() if a.category == category and side in (None, a.split)), key=lambda a: a.id)
+    return out[: SEED_INSTANCES["articulated" if c.articulated else "rigid"]] if split == "seed" else out
+
+
+def instances_for(category: str, side: str) -> list[RigidAsset | ArticulatedAsset]:
+    """The instances a scene on `side` draws a category's objects from: that side's, else (a "seed" side is a
+    subset of train) the train side's, else all of them."""
+    for s in ((side, "train", None) if side == "seed" else (side, None)):
+        if found := assets_in(category, split=s):
+            return found
+    return []
 
 
 def categories_with(
@@ -328,7 +368,9 @@ def categories_with(
         flags = ((graspable, c.graspable), (container, c.container), (surface, c.surface), (articulated, c.articulated))
         if any(want is not None and want != have for want, have in flags):
             continue
-        if split is not None and c.split != split:
+        if split == "seed" and c.name not in _seed_categories():
+            continue
+        if split is not None and c.split != ("train" if split == "seed" else split):
             continue
         out.append(c)
     return sorted(out, key=lambda c: c.name)

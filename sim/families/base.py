@@ -62,15 +62,20 @@ def category(rng, split: SceneSplit, *, exclude: tuple[str, ...] = (), accept: C
         return c.name not in exclude and (check is None or any(map(check, _pool(c.name, split))))
 
     for check in (accept,) if strict else dict.fromkeys((accept, None)):
-        for side in (split.categories, None):
+        for side in _sides(split.categories):
             cats = [c.name for c in assets.categories_with(split=side, **filters) if ok(c, check)]
             if cats:
                 return choose(rng, sorted(cats))
     return None if strict else choose(rng, [])
 
 
+def _sides(side: str) -> tuple:
+    """Where to look, in order: the side itself, then (for "seed", a subset of train) train, then anywhere."""
+    return (side, "train", None) if side == "seed" else (side, None)
+
+
 def _pool(category_name: str, split: SceneSplit) -> list:
-    return assets.assets_in(category_name, split=split.instances) or assets.assets_in(category_name)
+    return assets.instances_for(category_name, split.instances)
 
 
 def instance(rng, category_name: str, split: SceneSplit, accept: Callable | None = None) -> str:
@@ -81,12 +86,13 @@ def instance(rng, category_name: str, split: SceneSplit, accept: Callable | None
 
 
 def seed_layout(rng, split: SceneSplit) -> int:
-    ids = [lay.id for lay in assets.seed_layouts() if lay.split == split.layouts]
+    ids = [lay.id for lay in assets.layouts_on(split.layouts)]
     return int(choose(rng, ids))
 
 
 def templates_for(templates: dict[str, Template], split: SceneSplit, objs: dict[str, ObjectHandle]) -> list[Template]:
-    side = [t for t in templates.values() if t.split == split.tasks and all(s in objs for s in t.slots)]
+    tasks = "train" if split.tasks == "seed" else split.tasks
+    side = [t for t in templates.values() if t.split == tasks and all(s in objs for s in t.slots)]
     return [t for t in side if t.requires(objs)]
 
 
