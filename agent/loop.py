@@ -113,7 +113,8 @@ class CoEvolution:
             self.state.step("eval.before", lambda: self.base["eval"])
         else:
             self.state.step("seed.sft", lambda: self.job(
-                "train_sft", families=list(p.families), demos_per_family=p.demos_per_family, updates=p.sft_updates))
+                "train_sft", families=list(p.families), demos_per_family=p.demos_per_family, updates=p.sft_updates,
+                distribution=p.base_distribution))
             say("base policy trained (SFT on planner demonstrations)")
             self.state.step("eval.before", lambda: self.evaluate("mean"))
         for r in range(p.rounds if m.rounds else 0):
@@ -137,6 +138,8 @@ class CoEvolution:
         p = self.preset
         mode = mode or self.method.select
         res = self.job("evaluate", families=list(p.families), suites=list(SUITES), n=n or p.eval_per_suite, mode=mode)
+        if p.base_distribution == "seed":  # the base's own seed distribution: is its competence kept?
+            res += self.job("evaluate", families=list(p.families), suites=["seed"], n=n or p.base_eval_in, mode=mode)
         say("evaluation: " + ", ".join(f"{e['family']}/{e['suite']} {e['success_rate']:.2f}" for e in res))
         return res
 

@@ -12,7 +12,7 @@ from policy.config import (
     ROLLOUTS_PER_SCENE,
     SFT_UPDATES,
 )
-from sim.constants import EPS_NOVEL, EPS_REPLAY, FAMILIES, SUCCESS_BAND
+from sim.constants import DISTRIBUTIONS, EPS_NOVEL, EPS_REPLAY, FAMILIES, SUCCESS_BAND
 
 ROUND_UPDATES = ("bc", "branch", "critic")
 """the policy updates a round may use (`Preset.round_update`)"""
@@ -27,6 +27,12 @@ class Preset:
     """planner demonstrations per family for the base SFT"""
     sft_updates: int = SFT_UPDATES
     """behaviour-cloning updates of the base policy"""
+    base_distribution: str = "train"
+    """scenes of the base's demos: "train" (the whole train side) or "seed" (its narrow seed distribution, like the
+    paper's seed scenes; issue 20's base decision, experiments/base_v1)"""
+    base_eval_in: int = 128
+    """scenes per family of the base's evaluation on its own seed distribution (suite "seed"; base_distribution
+    "seed" only)"""
     rounds: int = 2
     """generation rounds"""
     seed_scenes_per_family: int = 6
@@ -71,10 +77,13 @@ class Preset:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        for name in ("demos_per_family", "sft_updates", "rounds", "targeted_per_family", "rollouts_per_scene",
+        for name in ("demos_per_family", "sft_updates", "base_eval_in", "rounds", "targeted_per_family", "rollouts_per_scene",
                      "eval_per_suite", "interim_eval_per_suite"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.base_distribution not in DISTRIBUTIONS:
+            raise ValueError(f"base_distribution must be one of {', '.join(DISTRIBUTIONS)}, "
+                             f"got {self.base_distribution!r}")
         if self.round_update not in ROUND_UPDATES:
             raise ValueError(f"round_update must be one of {', '.join(ROUND_UPDATES)}, got {self.round_update!r}")
         unknown = set(self.families) - set(FAMILIES)
@@ -92,6 +101,11 @@ class Preset:
 PRESETS = {
     # 40 accepted environments per family and round: the round benchmark's D_t size (quick run protocol v2)
     "quick": Preset(name="quick", seed_scenes_per_family=40, targeted_per_family=40, interim_eval_per_suite=4),
+    # issue 20's grid (docs/PROTOCOL.md): the quick round from a competent base on the narrow seed distribution
+    # (experiments/base_v1), 3 rounds, 32 paired evaluation scenes per (family, suite): 512 OOD episodes per cell
+    "protocol": Preset(name="protocol", demos_per_family=250, sft_updates=6000, base_distribution="seed",
+                       rounds=3, seed_scenes_per_family=40, targeted_per_family=40, eval_per_suite=32,
+                       interim_eval_per_suite=4),
     "tiny": Preset(name="tiny", families=("pick_place",), demos_per_family=12, sft_updates=60, rounds=1,
                    seed_scenes_per_family=3, targeted_per_family=3, rollouts_per_scene=1, max_diagnoses=3,
                    critic_updates=10, policy_updates=10, eval_per_suite=2),
@@ -110,6 +124,7 @@ def get_preset(name: str, **overrides) -> Preset:
 EXPERIMENT_OVERRIDES = {
     "tiny": {"rounds": 2},
     "quick": {"rounds": 3, "eval_per_suite": 8},
+    "protocol": {},
     "paper": {},
 }
 """Budget of an experiment cell (`coda experiment`) relative to the run preset. quick: 3 rounds (generation memory
@@ -123,10 +138,10 @@ def experiment_preset(name: str, **overrides) -> Preset:
     return get_preset(name, **{**EXPERIMENT_OVERRIDES.get(name, {}), **overrides})
 
 
-SETTABLE = ("intervention_variants", "demos_per_family", "sft_updates", "rounds", "seed_scenes_per_family", "targeted_per_family",
-            "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite",
-            "interim_eval_per_suite", "eps_novel",
-            "eps_replay", "lora", "round_update", "bc_balance")
+SETTABLE = ("intervention_variants", "demos_per_family", "sft_updates", "base_distribution", "base_eval_in", "rounds",
+            "seed_scenes_per_family", "targeted_per_family", "rollouts_per_scene", "max_diagnoses", "critic_updates",
+            "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
+            "round_update", "bc_balance")
 """the budget fields `--set` may change"""
 
 

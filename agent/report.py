@@ -8,7 +8,7 @@ import logging
 from collections import defaultdict
 from pathlib import Path
 
-from sim.constants import SUITES
+from sim.constants import OOD_SUITES, SUITES
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def success_table(before: list[dict], after: list[dict]) -> tuple[str, dict]:
         a = idx.get((b["family"], b["suite"]))
         rows.append([b["family"], b["suite"], _pct(b["success_rate"], b["stderr"]),
                      _pct(a["success_rate"], a["stderr"]) if a else "–", b["n"]])
-        if b["suite"] != "in" and a:
+        if b["suite"] in OOD_SUITES and a:
             ood[b["family"]][0].append(b["success_rate"])
             ood[b["family"]][1].append(a["success_rate"])
     means = {f: (sum(v[0]) / len(v[0]), sum(v[1]) / len(v[1])) for f, v in ood.items() if v[0]}

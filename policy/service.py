@@ -70,10 +70,11 @@ class TrainerService:
             raise RuntimeError("no policy yet: run the base SFT first (train_sft) or load a checkpoint")
         return self.state
 
-    def demos_for(self, family: str, n: int) -> list[Episode]:
-        key = f"{family}:{n}"
+    def demos_for(self, family: str, n: int, distribution: str = "train") -> list[Episode]:
+        key = f"{family}:{n}" + ("" if distribution == "train" else f":{distribution}")
         if key not in self.demos:
-            self.demos[key] = planner_demos(train_specs(family, n, start=300_000), executor=self.executor)
+            self.demos[key] = planner_demos(train_specs(family, n, start=300_000, distribution=distribution),
+                                            executor=self.executor)
         return self.demos[key]
 
     def demos_for_scenes(self, specs: Sequence[SceneSpec]) -> list[Episode]:
@@ -89,15 +90,18 @@ class TrainerService:
         return [ep for h, _ in unique if (ep := self.scene_demos[h]) is not None]
 
     def sft(self, families: Sequence[str], demos_per_family: int, updates: int,
-            progress: Progress | None = None, *, backbone: str | None = None, seed: int | None = None) -> dict:
-        """Base policy: behaviour cloning on planner demonstrations of the given families (saved as `base`).
-        `backbone` and `seed` replace those of the service's configurations for this policy."""
+            progress: Progress | None = None, *, backbone: str | None = None, seed: int | None = None,
+            distribution: str = "train") -> dict:
+        """Base policy: behaviour cloning on planner demonstrations of the given families (saved as `base`), on
+        scenes of the whole train side or (`distribution="seed"`) of its narrow seed distribution. `backbone` and
+        `seed` replace those of the service's configurations for this policy."""
         pcfg = self.pcfg if backbone is None else dataclasses.replace(self.pcfg, backbone=backbone)
         tcfg = self.tcfg if seed is None else dataclasses.replace(self.tcfg, seed=seed)
         with self.lock:
-            demos = [d for f in families for d in self.demos_for(f, demos_per_family)]
+            demos = [d for f in families for d in self.demos_for(f, demos_per_family, distribution)]
             state, tlog = train_sft(demos, pcfg, tcfg, updates, progress=progress, device=self.device)
-            state.extra.update({"kind": "sft", "families": list(families), "demos": len(demos)})
+            state.extra.update({"kind": "sft", "families": list(families), "demos": len(demos),
+                                "distribution": distribution})
             self.state = state
             self.save("base")
             return {"demos": len(demos), **tlog.summary()}
@@ -296,7 +300,9 @@ class TrainerService:
             def pot(ep: Episode) -> list[float]:
                 return table.get(id(ep), [0.0] * (ep.steps + 1))
 
-        demos = [d for f in demo_families for d in self.demos_for(f, demos_per_family)] if demos_per_family else []
+        base_side = state.extra.get("distribution", "train")  # the base's demos come from its own distribution
+        demos = ([d for f in demo_families for d in self.demos_for(f, demos_per_family, base_side)]
+                 if demos_per_family else [])
         own = self.demos_for_scenes(scene_demos) if scene_demos else []
         wins = list({id(ep): ep for ep in episodes if ep.success}.values()) if bc_successes else []
         bc = demos + own + wins  # behaviour cloning: family demos, planner demos of scenes, the policy's successes

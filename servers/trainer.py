@@ -35,8 +35,9 @@ from servers.common import (
 )
 from servers.contract import MAX_BATCH, MAX_SOURCE_CHARS
 from servers.jobs import JobHandle, JobManager, register_job_tools
+from sim.constants import Distribution
+from sim.constants import EvalSuiteName as Suite
 from sim.constants import FamilyName as Family
-from sim.constants import SuiteName as Suite
 from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN
 from sim.scene_store import RENDER_LOCK, SceneStore
 from sim.workers import make_executor
@@ -153,12 +154,16 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                             ] = None,
         seed: Annotated[int | None, Field(ge=0, le=2**31 - 1, description="training seed of the new policy "
                                           "(default: the server's, 0 unless configured)")] = None,
+        distribution: Annotated[Distribution, Field(
+            description="scenes of the demos: 'train' (the whole train side) or 'seed' (its narrow seed "
+                        "distribution: few instances, categories and layouts, like the paper's seed scenes)")
+                                ] = "train",
     ) -> JobStarted:
         """Start a job: base policy by behaviour cloning on planner demonstrations (replaces the current policy;
         saved as checkpoint `base`)."""
         def run(job: JobHandle):
             return service.sft(families, demos_per_family, updates, progress=reporter(job), backbone=backbone,
-                               seed=seed)
+                               seed=seed, distribution=distribution)
 
         return JobStarted(job_id=jobs.start(run, kind="train_sft"), kind="train_sft")
 
@@ -296,7 +301,8 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
     @tool(mcp, WRITES)  # starts a job: a retry would start a second one
     def evaluate(
         families: Annotated[list[Family], Field(min_length=1, max_length=4, description="families to evaluate")],
-        suites: Annotated[list[Suite], Field(min_length=1, max_length=5, description="evaluation suites")] = ["in"],  # noqa: B006
+        suites: Annotated[list[Suite], Field(min_length=1, max_length=6, description="evaluation suites ('seed': "
+                                             "unseen scenes of the base's seed distribution)")] = ["in"],  # noqa: B006
         n: Annotated[int, Field(ge=1, le=200, description="scenes per (family, suite)")] = EVAL_PER_SUITE,
         mode: Annotated[Literal["mean", "critic"], Field(description="action selection")] = "mean",
     ) -> JobStarted:

@@ -34,8 +34,9 @@ class BaseTrainer(ServerSpec):
 
 
 def base_fields(preset: Preset) -> dict:
+    seed_side = {"base_distribution": "seed"} if preset.base_distribution == "seed" else {}
     return {"families": list(preset.families), "demos_per_family": preset.demos_per_family,
-            "sft_updates": preset.sft_updates, "eval_per_suite": preset.eval_per_suite}
+            "sft_updates": preset.sft_updates, "eval_per_suite": preset.eval_per_suite, **seed_side}
 
 
 def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BACKBONE) -> dict:
@@ -58,11 +59,14 @@ def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BA
     with Hub([BaseTrainer(spec) for spec in stdio_specs(d, names=("trainer",))]) as hub:
         if not ckpt.exists():
             run_job(hub, "train_sft", families=list(preset.families), demos_per_family=preset.demos_per_family,
-                    updates=preset.sft_updates, backbone=backbone, seed=seed)
+                    updates=preset.sft_updates, backbone=backbone, seed=seed, distribution=preset.base_distribution)
         else:
             hub.call("trainer", "load_checkpoint", {"tag": "base"})
         result = run_job(hub, "evaluate", families=list(preset.families), suites=list(SUITES),
                          n=preset.eval_per_suite)
+        if preset.base_distribution == "seed":  # the base's own distribution: what its competence is judged on
+            result += run_job(hub, "evaluate", families=list(preset.families), suites=["seed"],
+                              n=preset.base_eval_in)
     seconds = round(time.perf_counter() - t0, 1)
     write_json(meta, {"config": want, "seconds": seconds})
     write_json(ev, result)

@@ -40,7 +40,7 @@ def register(sub, name: str) -> None:
     p.add_argument("--seeds", type=seed_list, default=seed_list("3"),
                    help="N (seeds 0..N-1) or a comma-separated list, e.g. 1,2: processes that run different seeds "
                         "can share one --out (finished cells are shared; base policies are per seed)")
-    p.add_argument("--preset", default="quick", help="tiny | quick | paper (with the experiment budget overrides)")
+    p.add_argument("--preset", default="quick", help="tiny | quick | protocol | paper (with the experiment budget overrides)")
     p.add_argument("--families", default=None, help="comma-separated subset of families")
     p.add_argument("--rounds", type=int, default=None, help="override the number of rounds")
     p.add_argument("--out", default=None, help="experiment directory (required unless --list)")

@@ -600,6 +600,9 @@ def test_set_overrides_are_typed_and_checked():
             parse_overrides([bad])
     with pytest.raises(ValueError, match="rounds must be >= 0"):
         get_preset("quick", **parse_overrides(["rounds=-1"]))
+    assert get_preset("quick", **parse_overrides(["base_distribution=seed"])).base_distribution == "seed"
+    with pytest.raises(ValueError, match="base_distribution must be one of train, seed"):
+        get_preset("quick", **parse_overrides(["base_distribution=narrow"]))
     cli = subprocess.run([sys.executable, "-m", "coda.cli", "experiment", "--set", "rollouts_per_scene=x", "--out",
                           "unused"], capture_output=True, text=True)
     assert cli.returncode == 2 and "rollouts_per_scene: expected an integer" in cli.stderr

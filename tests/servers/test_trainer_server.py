@@ -161,6 +161,8 @@ def test_malformed_arguments_name_the_argument(tmp_path):
         ("train_sft", {"families": ["juggling"]}, "families"),
         ("train_sft", {"families": ["stack"], "demos_per_family": 0}, "demos_per_family"),
         ("train_sft", {}, "families"),
+        ("train_sft", {"families": ["stack"], "distribution": "narrow"}, "distribution"),
+        ("evaluate", {"families": ["stack"], "suites": ["seeds"]}, "suites"),
         ("collect_rollouts", {"scene_ids": ["not-a-hash"]}, "scene_ids"),
         ("collect_rollouts", {"scene_ids": ["0123456789abcdef"], "per_scene": 99}, "per_scene"),
         ("collect_rollouts", {"scene_ids": ["0123456789abcdef"], "mode": "greedy"}, "mode"),
