@@ -18,7 +18,7 @@ from agent.experiment.common import (
 )
 from agent.experiment.metrics import mean_se, paired_ood, updates_to_threshold
 from agent.methods import MAIN
-from sim.constants import FAMILIES
+from sim.constants import FAMILIES, SUITES
 
 
 def _fmt(m: float | None, se: float | None = None, scale: float = 100.0, digits: int = 1) -> str:
@@ -63,6 +63,7 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
     ood_md = _md(["method", *families, "mean OOD", "Δ vs own base (pts)", "in-dist", "seeds"], ood_rows)
 
     paired_json, paired_md = paired_between(by_method, order)
+    suites_json, suites_md = suite_table(by_method, order)
 
     metric_keys = ("verification_pass_rate", "coverage_entropy_bits", "targeting_precision", "refutation_rate",
                    "accepted", "diagnoses", "shaped_rollouts", "sim_hours_per_1000_accepted",
@@ -124,11 +125,44 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
                         "–" if row["cross_over_within"] is None else f"{row['cross_over_within']:.2f}"])
     pt_md = _md(["target family", "LP within-family programs", "LP cross-family programs", "LP scratch (uniform)",
                  "cross / within"], pt_rows)
-    return {"ood": ood_json, "ood_md": ood_md, "paired": paired_json, "paired_md": paired_md, "metrics": metrics_json, "metrics_md": metrics_md,
+    return {"ood": ood_json, "ood_md": ood_md, "suites": suites_json, "suites_md": suites_md, "paired": paired_json, "paired_md": paired_md, "metrics": metrics_json, "metrics_md": metrics_md,
             "text2potential": t2p_json, "text2potential_md": t2p_md, "backbone_transfer": bb_json,
             "backbone_transfer_md": bb_md, "program_transfer": pt_json, "program_transfer_md": pt_md,
             "families": families, "methods": order, "cells": sorted(c["cell"] for c in cells),
             "threshold_gain": threshold_gain}
+
+
+FLOOR, CEILING = 0.05, 0.90
+"""a (family, suite) where every method is below FLOOR or above CEILING tells the methods apart by nothing"""
+
+
+def suite_table(by_method: dict[str, list[dict]], order: list[str]) -> tuple[dict, str]:
+    """Success per (family, suite) × method after the rounds (mean over seeds; suite "seed" = the base's seed
+    distribution where evaluated), with the floor and ceiling cells (every method < 5% or > 90%) marked."""
+    present = [m for m in order if by_method.get(m)]
+    cells: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for m in present:
+        rates = defaultdict(list)
+        for c in by_method[m]:
+            for e in c.get("eval_after", []):
+                rates[(e["family"], e["suite"])].append(e["success_rate"])
+        for key, xs in rates.items():
+            cells[key][m] = sum(xs) / len(xs)
+    if not cells:
+        return {}, "(no evaluations)"
+    fams = [f for f in FAMILIES if any(k[0] == f for k in cells)]
+    suites = [s for s in (*SUITES, "seed") if any(k[1] == s for k in cells)]
+    out, rows = {}, []
+    for f in fams:
+        for su in suites:
+            vals = cells.get((f, su))
+            if not vals:
+                continue
+            flag = ("floor" if all(v < FLOOR for v in vals.values()) else
+                    "ceiling" if all(v > CEILING for v in vals.values()) else "")
+            out[f"{f}/{su}"] = {"success": vals, "flag": flag or None}
+            rows.append([f, su, *[("–" if m not in vals else f"{100 * vals[m]:.1f}") for m in present], flag or ""])
+    return out, _md(["family", "suite", *present, "floor / ceiling"], rows)
 
 
 def paired_between(by_method: dict[str, list[dict]], order: list[str]) -> tuple[dict, str]:
@@ -176,7 +210,9 @@ def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
     md = [f"# Experiment {out.name}", "",
           f"{len(done)} cells finished, {len(pending)} pending" + (f": {', '.join(pending)}" if pending else "") + ".",
           "", "## OOD success per family × method (%, mean ± s.e. over seeds; 'base' = the shared SFT policies)", "",
-          t["ood_md"], "", "## Paired differences in mean OOD success (points, the same scenes per seed)", "",
+          t["ood_md"], "", "## Success per family × suite (%, after the rounds, mean over seeds; 'seed' = the base's "
+          "seed distribution)", "", t["suites_md"], "",
+          "## Paired differences in mean OOD success (points, the same scenes per seed)", "",
           t["paired_md"], "", "## Data-engine metrics (mean over seeds)", "", t["metrics_md"], "",
           f"## Text2potential ablation (threshold = each seed's base mean OOD + {100 * threshold_gain:.0f} points)",
           "", t["text2potential_md"], "", "## Transfer: memory across backbones", "", t["backbone_transfer_md"], "",

@@ -849,3 +849,18 @@ def test_dt_failed_plans_only_the_scenes_where_every_rollout_failed(tmp_path):
         assert failed <= set(t.get("demo_scene_ids") or []) and not solved & set(t.get("demo_scene_ids") or [])
         assert t["bc_successes"] and t["demo_families"]
     assert kinds == {"failed", "solved"}, "the scripted outcomes give both kinds"
+
+
+def test_suite_table_marks_floor_and_ceiling_cells():
+    from agent.experiment.tables import suite_table
+
+    def cell(method, rates):
+        return {"method": method, "seed": 0, "eval_after": [
+            {"family": "stack", "suite": s, "success_rate": r} for s, r in rates.items()]}
+
+    by_method = {"sft": [cell("sft", {"in": 0.5, "tasks": 0.0, "seed": 0.95})],
+                 "coda": [cell("coda", {"in": 0.6, "tasks": 0.03, "seed": 0.97})]}
+    got, md = suite_table(by_method, ["sft", "coda"])
+    assert got["stack/in"]["flag"] is None and got["stack/tasks"]["flag"] == "floor"
+    assert got["stack/seed"]["flag"] == "ceiling" and got["stack/seed"]["success"]["coda"] == 0.97
+    assert "| stack | tasks | 0.0 | 3.0 | floor |" in md
