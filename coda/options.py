@@ -47,7 +47,7 @@ def family_choices(allow_all: bool = False) -> tuple[str, ...]:
 
 
 def suite_choices() -> tuple[str, ...]:
-    return (*_suites(), "all")
+    return (*_suites(), "seed", "all")
 
 
 def preset_choices() -> tuple[str, ...]:

@@ -22,7 +22,9 @@ def register(sub, name: str) -> None:
     p = sub.add_parser(name, help="evaluate a policy checkpoint on in-distribution or OOD suites, or on scene programs")
     p.add_argument("--policy", required=True, help="checkpoint (.pt)")
     p.add_argument("--family", choices=family_choices(), help="the family whose suites are evaluated")
-    p.add_argument("--suite", default="in", choices=suite_choices(), help="in-distribution, an OOD suite, or all")
+    p.add_argument("--suite", default="in", choices=suite_choices(),
+                   help="in-distribution, an OOD suite, 'seed' (unseen scenes of the base's narrow seed distribution) "
+                        "or all (in and the OOD suites)")
     p.add_argument("--n", type=positive_int, default=30, help="scenes per suite")
     p.add_argument("--programs", nargs="+", metavar="PATH",
                    help="scene programs (.py files or folders of them) instead of a family's suites; each is "
