@@ -658,7 +658,7 @@ class CoEvolution:
         if p.bc_balance:
             args["balance_families"] = True
         if m.round_data != "dt_only":  # seed-scene demos of every family (the base-demo mix)
-            args.update(demo_families=list(p.families), demos_per_family=max(1, p.demos_per_family // 2))
+            args.update(demo_families=list(p.families), demos_per_family=p.round_mix_demos())
         if m.round_data in ("dt", "dt_failed", "dt_only"):  # D_t: the planner on accepted environments, + own successes
             solved = {x["scene_id"] for x in rollouts if x["success"]} if m.round_data == "dt_failed" else set()
             planned = [x["scene_id"] for x in rollouts if x["scene_id"] not in solved]

@@ -30,6 +30,8 @@ class Preset:
     base_distribution: str = "train"
     """scenes of the base's demos: "train" (the whole train side) or "seed" (its narrow seed distribution, like the
     paper's seed scenes; issue 20's base decision, experiments/base_v1)"""
+    round_base_demos: int = -1
+    """base demos per family kept in every round's BC mix (the base-demo mix); -1: demos_per_family // 2"""
     base_eval_in: int = 128
     """scenes per family of the base's evaluation on its own seed distribution (suite "seed"; base_distribution
     "seed" only)"""
@@ -81,6 +83,9 @@ class Preset:
                      "eval_per_suite", "interim_eval_per_suite"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.round_base_demos < -1 or self.round_base_demos == 0:
+            raise ValueError(f"round_base_demos must be >= 1, or -1 for demos_per_family // 2; got "
+                             f"{self.round_base_demos}")
         if self.base_distribution not in DISTRIBUTIONS:
             raise ValueError(f"base_distribution must be one of {', '.join(DISTRIBUTIONS)}, "
                              f"got {self.base_distribution!r}")
@@ -92,6 +97,10 @@ class Preset:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def round_mix_demos(self) -> int:
+        """Base demos per family in a round's BC mix."""
+        return max(1, self.demos_per_family // 2) if self.round_base_demos < 0 else max(1, self.round_base_demos)
 
     def budget(self) -> int:
         """Generation units per round across families (targeted + novel + replay)."""
@@ -138,8 +147,8 @@ def experiment_preset(name: str, **overrides) -> Preset:
     return get_preset(name, **{**EXPERIMENT_OVERRIDES.get(name, {}), **overrides})
 
 
-SETTABLE = ("intervention_variants", "demos_per_family", "sft_updates", "base_distribution", "base_eval_in", "rounds",
-            "seed_scenes_per_family", "targeted_per_family", "rollouts_per_scene", "max_diagnoses", "critic_updates",
+SETTABLE = ("intervention_variants", "demos_per_family", "sft_updates", "base_distribution", "base_eval_in",
+            "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family", "rollouts_per_scene", "max_diagnoses", "critic_updates",
             "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
             "round_update", "bc_balance")
 """the budget fields `--set` may change"""

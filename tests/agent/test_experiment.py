@@ -603,6 +603,10 @@ def test_set_overrides_are_typed_and_checked():
     assert get_preset("quick", **parse_overrides(["base_distribution=seed"])).base_distribution == "seed"
     with pytest.raises(ValueError, match="base_distribution must be one of train, seed"):
         get_preset("quick", **parse_overrides(["base_distribution=narrow"]))
+    assert get_preset("protocol").round_mix_demos() == 125 and get_preset("quick").round_mix_demos() == 30
+    assert get_preset("protocol", **parse_overrides(["round_base_demos=30"])).round_mix_demos() == 30
+    with pytest.raises(ValueError, match="round_base_demos must be >= 1"):
+        get_preset("quick", round_base_demos=0)
     cli = subprocess.run([sys.executable, "-m", "coda.cli", "experiment", "--set", "rollouts_per_scene=x", "--out",
                           "unused"], capture_output=True, text=True)
     assert cli.returncode == 2 and "rollouts_per_scene: expected an integer" in cli.stderr
