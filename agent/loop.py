@@ -669,15 +669,10 @@ class CoEvolution:
         bc_scenes = list(dict.fromkeys(planned))[: 4 * MAX_BATCH] if args["policy_updates"] else []
         if bc_scenes:
             args["demo_scene_ids"] = bc_scenes
-        try:
-            info = self.job("start_training", potential_programs={**reused, **fresh}, **args)
-        except (RuntimeError, ToolError) as exc:
-            if not reused:
-                raise
-            log.warning("training with remembered potentials failed (%s); again with this round's only", exc)
-            args["rollout_ids"] = [x["rollout_id"] for x in rollouts]
-            info = self.job("start_training", potential_programs=fresh, **args)
-            reused = {}
+        info = self.job("start_training", potential_programs={**reused, **fresh}, **args)
+        if info.get("potential_failures"):  # a mode's potential that does not fit one of its scenes: unshaped there
+            say(f"  {len(info['potential_failures'])} potential program(s) failed on their scene; those rollouts "
+                "trained unshaped")
         return {**info, "rollouts_used": len(args["rollout_ids"]), "fresh_potentials": len(fresh),
                 "reused_potentials": len(reused), "policy_updates": args["policy_updates"],
                 "critic_updates": critic_updates,

@@ -195,7 +195,9 @@ class TrainerService:
     def potentials(self, programs: Mapping[str, str], rollout_ids: Sequence[str],
                    progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[float]], list[str]]:
         """Φ at every state of each rollout whose scene has a program in `programs` (scene id -> source), run in
-        the sandbox once per scene. Returns (potentials by rollout id, scene ids of `programs` no rollout is in)."""
+        the sandbox once per scene. Returns (potentials by rollout id, scene ids of `programs` no rollout is in,
+        {scene id: why} for programs that failed on their scene — e.g. a mode's potential naming an object that one
+        of the mode's scenes lacks: those rollouts train unshaped, the rest of the job goes on)."""
         from sim.potential import PotentialError, episode, phi_values
 
         by_scene: dict[str, list[tuple[str, Trace]]] = {}
@@ -205,15 +207,17 @@ class TrainerService:
             if sid in programs:
                 by_scene.setdefault(sid, []).append((rid, trace))
         out: dict[str, list[float]] = {}
+        failed: dict[str, str] = {}
         for n, (sid, items) in enumerate(by_scene.items(), start=1):
             try:
                 values = phi_values(programs[sid], items[0][1].spec, [episode(t) for _, t in items])
             except PotentialError as exc:
-                raise PotentialError(f"the potential program of scene {sid} failed: {exc}") from None
+                failed[sid] = str(exc)
+                continue
             out.update({rid: v for (rid, _), v in zip(items, values, strict=True)})
             if progress is not None:
                 progress(n, len(by_scene))
-        return out, [sid for sid in programs if sid not in by_scene]
+        return out, [sid for sid in programs if sid not in by_scene], failed
 
     def trace(self, rid: str) -> Trace:
         ep = self.episodes.get(rid)

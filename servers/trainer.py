@@ -241,7 +241,9 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         rollout_ids: Annotated[list[RolloutId], Field(description="rollouts to learn from", min_length=1, max_length=4096)],
         potential_programs: Annotated[
             dict[SceneId, Annotated[str, Field(min_length=1, max_length=MAX_SOURCE_CHARS)]],
-            Field(description="Text2potential program source per scene_id (rollouts in other scenes stay sparse)",
+            Field(description="Text2potential program source per scene_id (rollouts in other scenes stay sparse; a "
+                              "program that fails on its scene is reported in potential_failures and its rollouts "
+                              "train unshaped)",
                   max_length=MAX_BATCH),
         ] = {},  # noqa: B006 - pydantic copies defaults
         demo_families: Annotated[list[Family], Field(description="families whose planner demos are mixed in as BC")] = [],  # noqa: B006
@@ -284,9 +286,9 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                  " (check it with the verifier's check_potential)")
 
         def run(job: JobHandle):
-            potentials, unused = None, []
+            potentials, unused, failed = None, [], {}
             if potential_programs:
-                potentials, unused = service.potentials(
+                potentials, unused, failed = service.potentials(
                     potential_programs, rollout_ids, lambda n, total: job.progress(n, total, "potentials"))
             info = service.train(rollout_ids, potentials=potentials, demo_families=demo_families,
                                  demos_per_family=demos_per_family, scene_demos=demo_specs,
@@ -294,7 +296,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job),
                                  collect=collect, programs=potential_programs, bc_successes=bc_successes,
                                  balance=balance_families)
-            return {**info, "potential_scenes_without_rollouts": unused}
+            return {**info, "potential_scenes_without_rollouts": unused, "potential_failures": failed}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")
 
