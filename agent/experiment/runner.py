@@ -22,6 +22,15 @@ from agent.methods import get_method
 from agent.presets import Preset
 
 
+def preset_changes(old: dict, new: dict) -> list[str]:
+    """The preset fields in which `new` differs from an experiment's recorded `old` preset, as "name: old -> new".
+    A field the old record lacks was added to `Preset` after the experiment started; its default reproduces the
+    behaviour from before it existed, so the old value is that default."""
+    defaults = json.loads(json.dumps(Preset(name=new.get("name", "")).to_dict()))
+    return [f"{k}: {old.get(k, defaults.get(k))!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new))
+            if old.get(k, defaults.get(k)) != new.get(k, defaults.get(k))]
+
+
 def run_experiment(out: Path, methods: list[str], seeds: list[int], preset: Preset, *, resume: bool = False,
                    transfer: bool = False, transfer_seeds: list[int] | None = None, embedder: str | None = None,
                    threshold_gain: float = THRESHOLD_GAIN, command: str = "",
@@ -42,8 +51,10 @@ def run_experiment(out: Path, methods: list[str], seeds: list[int], preset: Pres
             raise FileExistsError(f"{out} already holds an experiment; pass --resume to continue it or choose "
                                   "another --out")
         old = json.loads(config_path.read_text())
-        if old["preset"] != config["preset"]:
-            raise ValueError(f"{out} was run with another preset budget; cells would not be comparable")
+        changed = preset_changes(old["preset"], config["preset"])
+        if changed:
+            raise ValueError(f"{out} was run with another preset budget ({', '.join(changed)}); cells would not be "
+                             "comparable")
         config["methods"] = list(dict.fromkeys(old["methods"] + methods))
         config["seeds"] = sorted(set(old["seeds"]) | set(seeds))
         if old.get("transfer"):  # a process of another seed group may run the transfer cells

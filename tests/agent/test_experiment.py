@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,6 +30,7 @@ from agent.experiment.metrics import (
     targeting_precision,
     updates_to_threshold,
 )
+from agent.experiment.runner import preset_changes
 from agent.experiment.tables import build_tables
 from agent.hub import Hub, ServerSpec
 from agent.llm import TokenLedger
@@ -478,6 +480,22 @@ def test_cells_are_saved_as_they_finish_and_skipped_on_resume(tmp_path):
     assert log.count("done  coda-s0") == 1 and "experiment finished" in log
     with pytest.raises(ValueError, match="another preset"):
         run_experiment(out, ["sft"], [0], get_preset("tiny"), resume=True, cell_runner=fake_cell)
+
+
+def test_resume_accepts_a_preset_field_added_later_at_its_default_only(tmp_path):
+    """An experiment recorded before a Preset field existed resumes when the field is at its default (the
+    behaviour from before it existed); a non-default value, or any changed budget, is refused by name."""
+    out = tmp_path / "exp"
+    fake_cell.calls, fake_cell.crash_at = [], None
+    run_experiment(out, ["sft"], [0], PRESET, cell_runner=fake_cell)
+    config = json.loads((out / "experiment.json").read_text())
+    del config["preset"]["round_base_demos"]  # as recorded by code older than the field
+    (out / "experiment.json").write_text(json.dumps(config))
+    run_experiment(out, ["sft", "coda"], [0], PRESET, resume=True, cell_runner=fake_cell)
+    assert "coda-s0" in fake_cell.calls
+    with pytest.raises(ValueError, match=r"round_base_demos: -1 -> 30"):
+        run_experiment(out, ["sft"], [0], replace(PRESET, round_base_demos=30), resume=True, cell_runner=fake_cell)
+    assert preset_changes(PRESET.to_dict(), PRESET.to_dict()) == []
 
 
 def test_a_failed_cell_is_logged_and_the_others_still_run(tmp_path):
