@@ -17,6 +17,7 @@ import threading
 import time
 import traceback
 import uuid
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -101,6 +102,7 @@ class JobManager:
 
     def __init__(self, state_dir: Path | None = None, max_workers: int = 1):
         self.state_dir = state_dir
+        _MANAGERS.add(self)
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="coda-job")
         self._lock = threading.Lock()
         self._jobs: dict[str, JobStatus] = {}
@@ -233,6 +235,29 @@ class JobManager:
         for handle in self._handles.values():
             handle.cancel_event.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def unfinished(self) -> list[str]:
+        with self._lock:
+            return [j for j, s in self._jobs.items() if not s.finished]
+
+
+_MANAGERS: weakref.WeakSet[JobManager] = weakref.WeakSet()
+"""every JobManager of this process, for `stop_all_jobs`"""
+
+
+def stop_all_jobs(grace_s: float = 5.0) -> list[str]:
+    """Cancel every job of this process (queued ones never start, running ones stop at their next progress report)
+    and wait up to `grace_s` for them; returns the ids of jobs still running then. For a server whose client is
+    gone: its jobs' results would reach nobody."""
+    managers = list(_MANAGERS)
+    for m in managers:
+        m.shutdown()
+    deadline = time.monotonic() + grace_s
+    while True:
+        left = [j for m in managers for j in m.unfinished()]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.05)
 
 
 MAX_WAIT_S = 50.0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -138,9 +139,11 @@ def http_app(server: MCPServer, options: HttpOptions):
 
 
 def serve(server: MCPServer, http: HttpOptions | None = None) -> None:
-    """Serve over stdio (http=None) or streamable HTTP; returns when the transport closes."""
+    """Serve over stdio (http=None) or streamable HTTP; returns when the transport closes (stdin reaches its end —
+    the client closed it or died —, or the HTTP server was stopped) after `end_jobs`."""
     if http is None:
         server.run("stdio")
+        end_jobs(server.name)
         return
     import anyio
     import uvicorn
@@ -153,6 +156,28 @@ def serve(server: MCPServer, http: HttpOptions | None = None) -> None:
     if warning:
         print(warning, file=sys.stderr, flush=True)
     anyio.run(uvicorn.Server(config).serve)
+    end_jobs(server.name)
+
+
+JOB_GRACE_S = 5.0
+"""how long a closing server waits for its cancelled jobs to stop"""
+
+
+def end_jobs(name: str, grace_s: float = JOB_GRACE_S) -> None:
+    """The transport closed: cancel the server's jobs (their results would reach no one) and give them `grace_s`
+    to stop; a job still running then ends with the process (`os._exit`) instead of keeping an orphan server busy
+    for the rest of its run. Its status file stays `running`, which the next server on the run directory reports
+    as `interrupted`."""
+    from servers.jobs import stop_all_jobs
+
+    left = stop_all_jobs(grace_s)
+    if left:
+        log.warning("%s: the client is gone; ending with %d job(s) still running: %s", name, len(left),
+                    ", ".join(left))
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 # --- helpers for tests and benchmarks ---------------------------------------------------------------------
