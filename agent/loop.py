@@ -46,6 +46,12 @@ TOO_HARD_SCENES = 2
 """failing scenes per mode below the success band that join a round's BC data (`CoEvolution.execution_scenes`)"""
 INTERVENTION_FACTORS = ("task", "layout", "attributes")
 """scene factors an intervention changes, one at a time"""
+INTERVENTION_OPERATORS = {
+    "resample": {"task": ("resample", "fewer_goals", "reword"), "layout": ("resample",), "attributes": ("resample",)},
+    "undo": {"task": ("resample", "fewer_goals", "reword"), "layout": ("declutter",), "attributes": ("nominal",)},
+}
+"""`Preset.intervention` -> scene factor -> the variation operators an intervention's variants use (the
+counterfactuals of `sim.engine.variations.UNDO` for "undo")"""
 
 
 def say(msg: str) -> None:
@@ -80,6 +86,10 @@ class CoEvolution:
             raise ValueError(f"method {method.name} reuses another run's memory: give memory_from")
         self.hub, self.roles, self.preset, self.run_id = hub, roles, preset, run_id
         roles.connect(hub)
+        from agent.roles.engine import OfflineEngine
+
+        self.operators = OfflineEngine(hub=hub)
+        """the sim's own variation operators, for interventions: a measurement, whoever writes the round's scenes"""
         self.method, self.seed, self.base, self.early_stop = method, seed, base, early_stop
         self.source = json.loads(Path(memory_from).read_text())["steps"] if memory_from else None
         self.run_dir = Path(run_dir)
@@ -450,14 +460,16 @@ class CoEvolution:
                 strata[(x["family"], x["batch"], x["mode_id"] or "")].append(x)
         return [x for key in sorted(strata) for x in strata[key][: self.preset.max_diagnoses]]
 
-    def intervene(self, r: int, rollouts: list[dict]) -> dict[str, dict]:
+    def intervene(self, r: int, rollouts: list[dict], draw: int = 0) -> dict[str, dict]:
         """Attribution by intervention (issue 19): for each scene with a failure to diagnose, the current policy
         (mean action, so the outcome is the scene's, not the sampling's) rolls out once in the unchanged scene and,
         where it fails there too, once in each of `preset.intervention_variants` verified variants per scene factor
         (task, layout, attributes; the engine's own operators). A scene the deterministic policy solves failed by
         sampling noise: no factor is attributed there (`Intervention.attributed`), so no variants are made for it
-        (29% of the intervened scenes of a probe24-size cell). Returns scene id -> `Intervention` fields. The variant
-        scenes are stored for the trainer but are not the round's environments (no memory records, no training)."""
+        (29% of the intervened scenes of a probe24-size cell). `preset.intervention` says what the variants change
+        (`INTERVENTION_OPERATORS`); `draw` > 0 draws other variants (a retest, `coda bench attribution`). Returns
+        scene id -> `Intervention` fields. The variant scenes are stored for the trainer but are not the round's
+        environments (no memory records, no training)."""
         from sim.spec import SceneSpec
 
         n = self.preset.intervention_variants
@@ -466,19 +478,26 @@ class CoEvolution:
             return {}
         success = self._deterministic_success(r, scene_ids)
         plan: dict[str, dict[str, list[str]]] = {}
+        absent: dict[str, list[str]] = {}
+        undo = self.preset.intervention == "undo"
         for i, sid in enumerate(scene_ids):
-            plan[sid] = {}
+            plan[sid], absent[sid] = {}, []
             if success[sid]:
                 continue
             spec = SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=sid)["spec"])
             for j, factor in enumerate(INTERVENTION_FACTORS):
-                made = self.roles.engine.variants(spec, factor, n, seed=7_919 * r + 101 * i + j + 1_000_003 * self.seed,
-                                                  batch="intervention")
-                plan[sid][factor] = [v for v in map(self._verified_scene, made) if v and v != sid]
+                made = self.operators.variants(spec, factor, n, seed=7_919 * r + 101 * i + j + 1_000_003 * self.seed
+                                               + 15_485_863 * draw, batch="intervention",
+                                               operators=INTERVENTION_OPERATORS[self.preset.intervention][factor])
+                if undo and not made and factor != "task":  # the counterfactual did not apply: no suspect there
+                    absent[sid].append(factor)
+                ids = [v for v in map(self._verified_scene, made) if v and v != sid]
+                plan[sid][factor] = list(dict.fromkeys(ids))  # a deterministic counterfactual is made once
         variants = list(dict.fromkeys(v for p in plan.values() for ids in p.values() for v in ids))
         success.update(self._deterministic_success(r, variants))
         out = {sid: {"original_success": success[sid],
-                     "variants": {f: [success[v] for v in ids] for f, ids in plan[sid].items()}} for sid in scene_ids}
+                     "variants": {f: [success[v] for v in ids] for f, ids in plan[sid].items()},
+                     **({"absent": absent[sid]} if absent[sid] else {})} for sid in scene_ids}
         flips = sum(1 for v in out.values() for ok in v["variants"].values() if any(ok))
         solved = sum(success[sid] for sid in scene_ids)
         say(f"  intervened on {len(scene_ids)} failing scenes ({solved} solved by the deterministic policy; "

@@ -16,6 +16,8 @@ from sim.constants import DISTRIBUTIONS, EPS_NOVEL, EPS_REPLAY, FAMILIES, SUCCES
 
 ROUND_UPDATES = ("bc", "branch", "critic")
 """the policy updates a round may use (`Preset.round_update`)"""
+INTERVENTIONS = ("resample", "undo")
+"""what an intervention variant changes (`Preset.intervention`)"""
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,10 @@ class Preset:
     """C: failed rollouts examined per (family, batch) stratum"""
     intervention_variants: int = 2
     """variants per scene factor in which the critic's interventions re-run the policy (0: none)"""
+    intervention: str = "resample"
+    """what an intervention's variant changes: "resample" (the factor drawn anew) or "undo" (the counterfactual that
+    takes the suspected cause away: crowding moved off the task's objects, their own attributes back; the task
+    factor is resampled in both); `coda bench attribution` compares them"""
     critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
     policy_updates: int = POLICY_UPDATES
@@ -89,6 +95,8 @@ class Preset:
         if self.base_distribution not in DISTRIBUTIONS:
             raise ValueError(f"base_distribution must be one of {', '.join(DISTRIBUTIONS)}, "
                              f"got {self.base_distribution!r}")
+        if self.intervention not in INTERVENTIONS:
+            raise ValueError(f"intervention must be one of {', '.join(INTERVENTIONS)}, got {self.intervention!r}")
         if self.round_update not in ROUND_UPDATES:
             raise ValueError(f"round_update must be one of {', '.join(ROUND_UPDATES)}, got {self.round_update!r}")
         unknown = set(self.families) - set(FAMILIES)
@@ -97,6 +105,13 @@ class Preset:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Preset:
+        """The preset a run recorded (`to_dict`, e.g. state.json's "preset"); fields added since take their
+        defaults."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: tuple(v) if k in ("families", "band") else v for k, v in data.items() if k in known})
 
     def round_mix_demos(self) -> int:
         """Base demos per family in a round's BC mix."""
@@ -147,9 +162,9 @@ def experiment_preset(name: str, **overrides) -> Preset:
     return get_preset(name, **{**EXPERIMENT_OVERRIDES.get(name, {}), **overrides})
 
 
-SETTABLE = ("intervention_variants", "demos_per_family", "sft_updates", "base_distribution", "base_eval_in",
-            "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family", "rollouts_per_scene", "max_diagnoses", "critic_updates",
-            "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
+SETTABLE = ("intervention_variants", "intervention", "demos_per_family", "sft_updates", "base_distribution",
+            "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
+            "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
             "round_update", "bc_balance")
 """the budget fields `--set` may change"""
 

@@ -169,7 +169,9 @@ def build_server(run_dir: Path) -> MCPServer:
         factor: SceneFactor,
         n: Annotated[int, Field(description="variants wanted (variant i draws from the generator [seed, i])", ge=1, le=MAX_PAGE)],
         seed: Seed = 0,
-        operators: Annotated[list[str], Field(description="operators of the factor to try, in order (see variation_operators)",
+        operators: Annotated[list[str], Field(description="operators of the factor to try, in order (see variation_operators; "
+                                              "also the counterfactuals declutter (layout) and nominal (attributes), "
+                                              "which take a suspected cause away)",
                                               min_length=1, max_length=16)] = ["resample"],  # noqa: B006 - pydantic copies defaults
         roles: Annotated[dict[str, str], Field(description="objects to act on by role (target, dest, obstacle, mover); "
                                                "the scene's defaults fill the rest", max_length=8)] = {},  # noqa: B006

@@ -69,9 +69,15 @@ class Intervention(BaseModel):
     original_success: bool = Field(description="the deterministic policy succeeded in the unchanged scene")
     variants: dict[Literal["task", "layout", "attributes"], list[bool]] = Field(
         default_factory=dict, description="scene factor -> success in each verified variant that changed it")
+    absent: list[Literal["task", "layout", "attributes"]] = Field(
+        default_factory=list, description="scene factors with no suspect to take away (a counterfactual that did "
+        "not apply: nothing crowds the task's objects, they have their own attributes): cannot be the cause")
 
     def rates(self) -> dict[str, float]:
-        return {f: sum(v) / len(v) for f, v in self.variants.items() if v}
+        """Success rate per tested factor; a factor with nothing to take away counts as 0 (it cannot be the
+        cause)."""
+        out = {f: sum(v) / len(v) for f, v in self.variants.items() if v}
+        return {**{f: 0.0 for f in self.absent if f not in out}, **out}
 
     def attributed(self) -> str | None:
         """The diagnosis factor the intervention points at, or None (execution): the scene factor whose variants
@@ -89,10 +95,11 @@ class Intervention(BaseModel):
         return DIAGNOSIS_FACTOR_OF[top[0]]
 
     def summary(self) -> str:
-        rates = ", ".join(f"{f} {sum(v)}/{len(v)}" for f, v in self.variants.items())
+        rates = ", ".join(f"{f} {sum(v)}/{len(v)}" for f, v in self.variants.items() if v)
+        nothing = f"; nothing to take away in the {' or '.join(self.absent)}" if self.absent else ""
         return (f"counterfactual rollouts (deterministic policy): unchanged scene "
                 f"{'succeeded' if self.original_success else 'failed'}; successes in one-factor variants: "
-                f"{rates or 'none verified'}")
+                f"{rates or 'none verified'}{nothing}")
 
 
 DIAGNOSIS_FACTOR_OF = {scene: diag for diag, scene in SCENE_FACTOR_OF.items() if diag != "execution"}

@@ -17,6 +17,7 @@ BENCHES = {
     "round": "policy.bench_round",
     "mcp": "servers.bench",
     "critic": "agent.bench",
+    "attribution": "agent.bench_attribution",
     "sandbox": "sim.sandbox.bench",
 }
 

@@ -74,9 +74,10 @@ def sample_programs(family: str, n: int, start_seed: int = 0, split: str = "trai
 def vary_scene(spec: SceneSpec, factor: str, n: int, seed: int = 0, operators: tuple[str, ...] = ("resample",),
                roles: dict[str, str] | None = None, max_tries: int = 4, verify: bool = False) -> Variants:
     """`sim.engine.variations.vary` with the scene's default roles overridden by `roles`."""
-    unknown = [o for o in operators if o not in V.OPERATORS[factor]]
+    valid = [*V.OPERATORS[factor], *V.UNDO.get(factor, {})]
+    unknown = [o for o in operators if o not in valid]
     if unknown:
-        raise ValueError(f"unknown {factor} operators {unknown}; valid: {', '.join(V.OPERATORS[factor])}")
+        raise ValueError(f"unknown {factor} operators {unknown}; valid: {', '.join(valid)}")
     bound = {**V.default_roles(spec), **(roles or {})}
     log: list[str] = []
     made = V.vary(spec, factor, n, seed, tuple(operators), bound, max_tries, verify, log)

@@ -281,6 +281,88 @@ def reword(spec: SceneSpec, rng, **_) -> SceneSpec:
     return tagged(spec.model_copy(update={"task": task}), "task", "reword")
 
 
+# --- counterfactuals: remove a suspected cause (attribution by intervention) ------------------------------
+
+
+CLEAR = 0.08
+"""metres of free table a decluttered scene keeps around the task's objects and the path between them"""
+
+
+def _segment_gap(spec: SceneSpec, name: str, path: list[tuple[float, float, float]]) -> float:
+    """Clearance of `name` from the task's objects and the straight path between them: (x, y, radius) points,
+    consecutive ones joined (the carried object sweeps with its own radius)."""
+    p = spec.layout.placement(name)
+    r = radius(spec, name)
+    q = np.array([p.x, p.y])
+    best = math.inf
+    for i, (x, y, ra) in enumerate(path):
+        best = min(best, math.hypot(p.x - x, p.y - y) - ra - r)
+        if i + 1 < len(path):
+            a, b = np.array([x, y]), np.array(path[i + 1][:2])
+            ab = b - a
+            t = float(np.clip(np.dot(q - a, ab) / max(float(np.dot(ab, ab)), 1e-9), 0.0, 1.0))
+            best = min(best, float(np.linalg.norm(q - (a + t * ab))) - ra - r)
+    return best
+
+
+def declutter(spec: SceneSpec, rng, target: str, dest: str | None = None, clear: float = CLEAR) -> SceneSpec:
+    """The same scene with its crowding removed: every movable distractor within `clear` of the target, its
+    destination or the straight path between them moves to a free spot at least `clear` away from all of them;
+    the task's objects keep their poses (a counterfactual for a layout failure)."""
+    p = spec.layout.placement(target)
+    path = [(p.x, p.y, radius(spec, target))]
+    if dest is not None and spec.layout.placement(dest).support == "table":
+        q = spec.layout.placement(dest)
+        path.append((q.x, q.y, radius(spec, dest)))
+    keep = (target, *([dest] if dest else []))
+    crowded = [m for m in movable_distractors(spec, exclude=keep) if _segment_gap(spec, m, path) < clear]
+    if not crowded:
+        raise VariationError(f"nothing stands within {clear:.2f} m of the {target} or its path")
+    out = spec
+    for m in crowded:
+        r = radius(out, m)
+        for _ in range(400):
+            x = float(rng.uniform(REGION_LOW[0], REGION_HIGH[0]))
+            y = float(rng.uniform(REGION_LOW[1], REGION_HIGH[1]))
+            trial = with_placement(out, m, x=round(x, 4), y=round(y, 4))
+            if is_free(out, x, y, r, ignore=(m,)) and _segment_gap(trial, m, path) >= clear:
+                out = trial
+                break
+        else:
+            raise VariationError(f"no free spot {clear:.2f} m away from the {target} and its path for the {m}")
+    return tagged(out, "layout", "declutter", target=target, moved=",".join(crowded))
+
+
+def nominal(spec: SceneSpec, rng, target: str, dest: str | None = None) -> SceneSpec:
+    """The same scene with ordinary objects: every object the task names (not its distractors) gets its instance's
+    own mass, friction and joint damping and scale 1 where there is room for it (a counterfactual for an attribute
+    failure)."""
+    roles = ("distractor", "occluder")
+    out, changed = spec, []
+    for o in spec.task.objects:
+        if o.role in roles:
+            continue
+        a = out.attributes.of(o.name)
+        updates = {k: None for k in ("mass", "friction", "damping") if getattr(a, k) is not None}
+        if abs(a.scale - 1.0) > 1e-6:
+            pl = out.layout.placement(o.name)
+            grown = radius(out, o.name) / a.scale
+            if a.scale > 1.0 or pl.support != "table" or is_free(out, pl.x, pl.y, grown, ignore=(o.name,), gap=0.005):
+                updates["scale"] = 1.0
+        if updates:
+            out = with_attributes(out, o.name, **updates)
+            changed.append(o.name)
+    if not changed:
+        raise VariationError(f"the objects of the task ({target}{', ' + dest if dest else ''}) already have their "
+                             "own attributes")
+    return tagged(out, "attributes", "nominal", target=target, changed=",".join(changed))
+
+
+UNDO = {"layout": {"declutter": declutter}, "attributes": {"nominal": nominal}}
+"""factor -> counterfactual operators, which take a suspected cause away instead of adding one; kept apart from
+`OPERATORS` (the data engine's and the uniform baseline's draws) and used by attribution by intervention"""
+
+
 OPERATORS = {
     "task": {"resample": resample_task, "fewer_goals": fewer_goals, "reword": reword},
     "layout": {"crowd_grasp_side": crowd_grasp_side, "tighten": tighten, "rotate": rotate,
@@ -311,8 +393,9 @@ def default_roles(spec: SceneSpec) -> dict[str, str]:
 
 
 def apply_operator(name: str, factor: str, spec: SceneSpec, rng, roles: dict[str, str]) -> SceneSpec:
-    """`OPERATORS[factor][name]` with the role-bound objects it takes."""
-    fn = OPERATORS[factor][name]
+    """`OPERATORS[factor][name]` (or the counterfactual `UNDO[factor][name]`) with the role-bound objects it
+    takes."""
+    fn = {**OPERATORS[factor], **UNDO.get(factor, {})}[name]
     params = inspect.signature(fn).parameters
     kwargs = {k: v for k, v in roles.items() if k in params}
     missing = [p for p, v in params.items() if v.default is inspect.Parameter.empty and p not in ("spec", "rng")

@@ -695,6 +695,27 @@ def test_interventions_rerun_the_policy_in_one_factor_variants_of_each_failing_s
     assert all(i is None for i in runs["evidence_critic"].critic.interventions)
 
 
+def test_undo_interventions_take_the_suspect_away_or_report_that_there_is_none(tmp_path):
+    """With `intervention="undo"` the layout and attribute variants are the counterfactuals (declutter, nominal):
+    a factor they do not apply to is listed as absent (it cannot be the cause) and has no variants; the task
+    factor is resampled as before."""
+    from agent.roles.critic import Intervention
+
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, intervention="undo"))
+    outcomes = [o for r in (0, 1) for o in run.steps[f"r{r}.intervene"]["result"].values() if not o["original_success"]]
+    assert outcomes
+    for o in outcomes:
+        assert set(o["variants"]) == {"task", "layout", "attributes"}
+        assert set(o.get("absent", [])) <= {"layout", "attributes"}
+        assert all(o["variants"][f] == [] for f in o.get("absent", []))
+        Intervention.model_validate(o)
+    # seed scenes carry their instances' own attributes: nothing to undo there in round 0
+    assert all("attributes" in o.get("absent", []) for o in run.steps["r0.intervene"]["result"].values()
+               if not o["original_success"])
+    with pytest.raises(ValueError, match="intervention must be one of resample, undo"):
+        replace(PRESET, intervention="remove")
+
+
 def test_execution_modes_get_no_scene_variants_and_their_scenes_join_the_bc_data(tmp_path):
     """With interventions, a mode where no factor change helped (execution) is never turned into layout variants:
     its units go to novel scenes and its failing scenes are cloned from the planner in the next update."""

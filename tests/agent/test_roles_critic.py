@@ -107,6 +107,19 @@ def test_intervention_attributes_to_the_factor_whose_change_alone_helps(variants
     assert Intervention(original_success=original, variants=variants).attributed() == factor
 
 
+@pytest.mark.parametrize(("variants", "absent", "factor"), [
+    ({"task": [False, False], "layout": [True]}, ["attributes"], "spatial"),  # nothing to undo in the attributes
+    ({"task": [True, False]}, ["layout", "attributes"], "task"),  # the only factor with a suspect
+    ({"task": [False, False]}, ["layout", "attributes"], None),  # nothing to take away helped
+    ({"task": [True], "attributes": [True]}, ["layout"], None),  # a tie stays unattributed
+])
+def test_a_factor_with_nothing_to_take_away_cannot_be_the_cause(variants, absent, factor):
+    inter = Intervention(original_success=False, variants=variants, absent=absent)
+    assert inter.attributed() == factor
+    assert all(inter.rates()[f] == 0.0 for f in absent)
+    assert "nothing to take away in the " + " or ".join(absent) in inter.summary()
+
+
 @pytest.mark.parametrize(("family", "kind"), [("pick_place", "heavy"), ("stack", "occluder")])
 def test_the_intervention_decides_the_factor_and_the_evidence_the_phase(family, kind):
     """The factor comes from the intervention even where the evidence rules would say otherwise; the phase is the

@@ -1,0 +1,116 @@
+"""Counterfactual operators (attribution by intervention): `declutter` and `nominal` take a suspected cause of a
+failure away and change nothing else; they are not among the operators the engine and the uniform baseline draw."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.engine.programs import vary_scene
+from sim.engine.variations import (
+    CLEAR,
+    OPERATORS,
+    UNDO,
+    VariationError,
+    _segment_gap,
+    crowd_grasp_side,
+    declutter,
+    default_roles,
+    heavier,
+    movable_distractors,
+    nominal,
+    radius,
+    rescale,
+    slippery,
+)
+from sim.families import FAMILIES, sample_spec
+from sim.verify import verify_spec
+
+
+def _crowded(family: str, start: int):
+    """A scene of the family with a distractor pushed right beside its target (the crowding to undo)."""
+    for seed in range(start, start + 40):
+        spec = sample_spec(family, seed)
+        roles = default_roles(spec)
+        if "target" not in roles or not movable_distractors(spec, exclude=(roles["target"], roles.get("dest"))):
+            continue
+        try:
+            return crowd_grasp_side(spec, np.random.default_rng(seed), roles["target"]), roles
+        except VariationError:
+            continue
+    pytest.skip(f"no crowdable {family} scene")
+
+
+def _path(spec, roles):
+    p = spec.layout.placement(roles["target"])
+    path = [(p.x, p.y, radius(spec, roles["target"]))]
+    if roles.get("dest") and spec.layout.placement(roles["dest"]).support == "table":
+        q = spec.layout.placement(roles["dest"])
+        path.append((q.x, q.y, radius(spec, roles["dest"])))
+    return path
+
+
+@pytest.mark.parametrize("family", ["pick_place", "stack", "prep"])
+def test_declutter_clears_the_task_objects_and_moves_nothing_else(family):
+    spec, roles = _crowded(family, 100)
+    out = declutter(spec, np.random.default_rng(0), roles["target"], roles.get("dest"))
+    assert out.task == spec.task and out.attributes == spec.attributes  # one factor: the layout
+    moved = set(out.meta["moved"].split(","))
+    assert moved
+    for p, q in zip(spec.layout.placements, out.layout.placements, strict=True):
+        if p.object not in moved:
+            assert (p.x, p.y, p.yaw, p.support) == (q.x, q.y, q.yaw, q.support), p.object
+    path = _path(out, roles)
+    for m in movable_distractors(out, exclude=(roles["target"], roles.get("dest"))):
+        assert _segment_gap(out, m, path) >= CLEAR - 1e-3, m
+    assert verify_spec(out).passed
+    assert out.meta["varied"] == "layout" and out.meta["operator"] == "declutter"
+
+
+def test_declutter_refuses_a_scene_with_nothing_to_clear():
+    spec, roles = _crowded("pick_place", 200)
+    clear = declutter(spec, np.random.default_rng(1), roles["target"], roles.get("dest"))
+    with pytest.raises(VariationError, match="nothing stands within"):
+        declutter(clear, np.random.default_rng(2), roles["target"], roles.get("dest"))
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_nominal_undoes_every_attribute_change_of_the_task_objects(family):
+    spec = sample_spec(family, 7)
+    roles = default_roles(spec)
+    target = roles["target"]
+    rng = np.random.default_rng(3)
+    harder = spec
+    for op in (heavier, slippery):
+        try:
+            harder = op(harder, rng, target)
+        except VariationError:
+            pass
+    out = nominal(harder, rng, target, roles.get("dest"))
+    assert out.task == harder.task and out.layout == harder.layout
+    a = out.attributes.of(target)
+    assert (a.mass, a.friction, a.damping) == (None, None, None)
+    for o in spec.task.objects:  # distractors keep theirs
+        if o.role in ("distractor", "occluder"):
+            assert out.attributes.of(o.name) == harder.attributes.of(o.name)
+    assert out.meta["operator"] == "nominal" and target in out.meta["changed"].split(",")
+
+
+def test_nominal_restores_the_scale_only_where_there_is_room():
+    spec = sample_spec("pick_place", 9)
+    target = default_roles(spec)["target"]
+    small = rescale(spec, np.random.default_rng(0), target, scale=(0.85, 0.86))
+    assert nominal(small, np.random.default_rng(0), target).attributes.of(target).scale == 1.0
+    with pytest.raises(VariationError, match="already have their own attributes"):
+        nominal(sample_spec("pick_place", 9), np.random.default_rng(0), target)
+
+
+def test_counterfactuals_are_reachable_by_name_but_not_drawn_as_variations():
+    assert set(UNDO) == {"layout", "attributes"}
+    for factor, ops in UNDO.items():
+        assert not set(ops) & set(OPERATORS[factor])  # the uniform baseline draws from OPERATORS only
+    spec, roles = _crowded("pick_place", 300)
+    made = vary_scene(spec, "layout", 1, seed=0, operators=("declutter",))
+    assert len(made.programs) == 1 and made.programs[0].operator == "declutter"
+    with pytest.raises(ValueError, match="valid: .*declutter"):
+        vary_scene(spec, "layout", 1, operators=("declutter_everything",))
