@@ -5,7 +5,8 @@ round rolled out (its checkpoint, mean action, the round's seed), once per inter
 "resample" draws the factor anew, "undo" takes the suspected cause away) and `--draws` times with independent
 variant draws. Per kind it reports:
 
-- the attributed factor's distribution (execution = no single factor's change helped);
+- the attributed factor's distribution (execution = no single factor's change helped), and per scene factor the
+  failing scenes with a verified variant of it (`tested`) or with nothing to take away (`absent`, "undo" only);
 - test-retest agreement between the first two draws (share of scenes given the same label, and Cohen's kappa):
   an attribution that is a property of the failure repeats, one that comes from which variants happened to be
   drawn does not;
@@ -71,7 +72,9 @@ def summarize_arm(draws: list[dict[str, dict]], targeted: dict[str, str]) -> dic
     labels = [{sid: label_of(o) for sid, o in d.items()} for d in draws]
     scenes = [sid for sid, lab in labels[0].items() if lab is not None]
     first = [labels[0][s] for s in scenes]
-    out = {"failing_scenes": len(scenes), "labels": dict(Counter(first)),
+    tested = Counter(f for s in scenes for f, v in draws[0][s].get("variants", {}).items() if v)
+    out = {"failing_scenes": len(scenes), "labels": dict(Counter(first)), "tested": dict(tested),
+           "absent": dict(Counter(f for s in scenes for f in draws[0][s].get("absent", []))),
            "attributed_share": round(sum(x != "execution" for x in first) / len(first), 3) if first else None}
     if len(labels) > 1:
         second = [labels[1].get(s) or "execution" for s in scenes]

@@ -36,6 +36,7 @@ def test_summary_separates_repeatable_attributions_from_drawn_ones():
     second = {"s1": outcome("layout"), "s2": outcome("task"), "s3": outcome(None), "s4": outcome(None, True)}
     got = summarize_arm([first, second], {"s1": "spatial", "s2": "attribute", "s4": "task"})
     assert got["failing_scenes"] == 3 and got["labels"] == {"spatial": 1, "attribute": 1, "execution": 1}
+    assert got["tested"] == {"task": 3, "layout": 3, "attributes": 3} and got["absent"] == {}
     assert got["retest_agreement"] == round(2 / 3, 3)
     assert got["attribution_repeats"] == 0.5  # s1 repeats, s2 does not
     assert got["targeted_scenes"] == 2 and got["targeted_factor_match"] == 1.0  # s4 solved: not judged
