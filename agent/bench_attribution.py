@@ -143,7 +143,9 @@ def evaluate(run: Path, rounds: str = "", arms: tuple[str, ...] = INTERVENTIONS,
     if variants:
         preset = replace(preset, intervention_variants=variants)
     method = get_method(state.get("method", {}).get("name", "coda"))
-    result: dict = {"run": str(run), "rounds": todo, "draws": draws, "variants": preset.intervention_variants,
+    from agent.experiment.common import code_commit
+
+    result: dict = {"run": str(run), "commit": code_commit(), "run_commit": state.get("commit"), "rounds": todo, "draws": draws, "variants": preset.intervention_variants,
                     "arms": {}}
     with tempfile.TemporaryDirectory(prefix="coda-bench-attribution-") as tmp:
         copy = Path(tmp) / "run"
