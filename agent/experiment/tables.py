@@ -93,6 +93,12 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
     t2p_json["fewer_updates_with_potential"] = (1 - co / sp) if sp and co is not None else None
     t2p_md = _md(["method", "seeds reaching base + %.0f pts" % (100 * threshold_gain), "policy updates to reach",
                   "final mean OOD", "shaped rollouts per run"], t2p_rows)
+    shaped = [c for m in ("sparse", "potential_from_task", "coda") for c in by_method.get(m, [])]
+    if shaped and all((c.get("preset") or {}).get("round_update") == "bc" for c in shaped):
+        t2p_json["measured"] = False
+        t2p_md += ("\n\nNot a Text2potential measurement: with the `bc` round update the compiled potentials train "
+                   "nothing, so these rows differ only in the potentials being compiled (the threshold is read from "
+                   "the interim evaluations).")
 
     bb = {m: [c for c in cells if c["backbone"] == TRANSFER_BACKBONE and c["method"] == m]
           for m in ("sft", "coda", "memory_transfer")}

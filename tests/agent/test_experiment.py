@@ -527,6 +527,10 @@ def test_tables_have_mean_and_standard_error_over_seeds(tmp_path):
     t2p = t["text2potential"]
     assert t2p["coda"]["reached"] == 3 and t2p["sparse"]["reached"] == 3
     assert t2p["fewer_updates_with_potential"] is not None
+    assert "measured" not in t2p and "Not a Text2potential measurement" not in md  # the fake cells name no update
+    bc = build_tables([{**c, "preset": {"round_update": "bc"}} for c in
+                       (json.loads(p.read_text()) for p in (out / "cells").glob("*.json"))])
+    assert bc["text2potential"]["measured"] is False and "train nothing" in bc["text2potential_md"]
     assert t["program_transfer"]["pick_place"]["cross_over_within"] == pytest.approx(0.5)
     assert "deepsets on transformer CoDA memory" in md
     # the tables can be rewritten from the cells alone
