@@ -48,7 +48,7 @@ INTERVENTION_FACTORS = ("task", "layout", "attributes")
 """scene factors an intervention changes, one at a time"""
 INTERVENTION_OPERATORS = {
     "resample": {"task": ("resample", "fewer_goals", "reword"), "layout": ("resample",), "attributes": ("resample",)},
-    "undo": {"task": ("resample", "fewer_goals", "reword"), "layout": ("declutter",), "attributes": ("nominal",)},
+    "undo": {"task": ("familiar_task",), "layout": ("declutter",), "attributes": ("nominal",)},
 }
 """`Preset.intervention` -> scene factor -> the variation operators an intervention's variants use (the
 counterfactuals of `sim.engine.variations.UNDO` for "undo")"""
@@ -489,7 +489,7 @@ class CoEvolution:
                 made = self.operators.variants(spec, factor, n, seed=7_919 * r + 101 * i + j + 1_000_003 * self.seed
                                                + 15_485_863 * draw, batch="intervention",
                                                operators=INTERVENTION_OPERATORS[self.preset.intervention][factor])
-                if undo and not made and factor != "task":  # the counterfactual did not apply: no suspect there
+                if undo and not made:  # the counterfactual did not apply: no suspect there
                     absent[sid].append(factor)
                 ids = [v for v in map(self._verified_scene, made) if v and v != sid]
                 plan[sid][factor] = list(dict.fromkeys(ids))  # a deterministic counterfactual is made once

@@ -51,8 +51,8 @@ class Preset:
     """variants per scene factor in which the critic's interventions re-run the policy (0: none)"""
     intervention: str = "resample"
     """what an intervention's variant changes: "resample" (the factor drawn anew) or "undo" (the counterfactual that
-    takes the suspected cause away: crowding moved off the task's objects, their own attributes back; the task
-    factor is resampled in both); `coda bench attribution` compares them"""
+    takes the suspected cause away: crowding moved off the task's objects, their own attributes back, a familiar
+    template for an unfamiliar task); `coda bench attribution` compares them"""
     critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
     policy_updates: int = POLICY_UPDATES

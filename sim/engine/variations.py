@@ -358,7 +358,24 @@ def nominal(spec: SceneSpec, rng, target: str, dest: str | None = None) -> Scene
     return tagged(out, "attributes", "nominal", target=target, changed=",".join(changed))
 
 
-UNDO = {"layout": {"declutter": declutter}, "attributes": {"nominal": nominal}}
+def familiar_task(spec: SceneSpec, rng, **_) -> SceneSpec:
+    """The same objects under a task template seen in training, when the scene's own task is not one (a
+    counterfactual for a task failure: an unfamiliar template, or a custom task whose relations training never
+    combined)."""
+    from sim.evidence.ranges import TrainingRanges
+
+    ranges = TrainingRanges.default()
+    seen = ranges.template_seen(spec.task.template)
+    if seen or (seen is None and ranges.relations_seen(spec.task.success)):
+        raise VariationError(f"the task (template {spec.task.template}) is one training covers: nothing to undo")
+    try:
+        return tagged(resample(spec, "task", rng), "task", "familiar_task")
+    except ValueError as exc:
+        raise VariationError(str(exc)) from None
+
+
+UNDO = {"task": {"familiar_task": familiar_task}, "layout": {"declutter": declutter},
+        "attributes": {"nominal": nominal}}
 """factor -> counterfactual operators, which take a suspected cause away instead of adding one; kept apart from
 `OPERATORS` (the data engine's and the uniform baseline's draws) and used by attribution by intervention"""
 

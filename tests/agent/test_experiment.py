@@ -700,9 +700,8 @@ def test_interventions_rerun_the_policy_in_one_factor_variants_of_each_failing_s
 
 
 def test_undo_interventions_take_the_suspect_away_or_report_that_there_is_none(tmp_path):
-    """With `intervention="undo"` the layout and attribute variants are the counterfactuals (declutter, nominal):
-    a factor they do not apply to is listed as absent (it cannot be the cause) and has no variants; the task
-    factor is resampled as before."""
+    """With `intervention="undo"` the variants are the counterfactuals (familiar_task, declutter, nominal): a
+    factor they do not apply to is listed as absent (it cannot be the cause) and has no variants."""
     from agent.roles.critic import Intervention
 
     run = run_method(tmp_path, "coda", preset=replace(PRESET, intervention="undo"))
@@ -710,11 +709,11 @@ def test_undo_interventions_take_the_suspect_away_or_report_that_there_is_none(t
     assert outcomes
     for o in outcomes:
         assert set(o["variants"]) == {"task", "layout", "attributes"}
-        assert set(o.get("absent", [])) <= {"layout", "attributes"}
+        assert set(o.get("absent", [])) <= {"task", "layout", "attributes"}
         assert all(o["variants"][f] == [] for f in o.get("absent", []))
         Intervention.model_validate(o)
-    # seed scenes carry their instances' own attributes: nothing to undo there in round 0
-    assert all("attributes" in o.get("absent", []) for o in run.steps["r0.intervene"]["result"].values()
+    # seed scenes carry train templates and their instances' own attributes: nothing to undo there in round 0
+    assert all({"task", "attributes"} <= set(o.get("absent", [])) for o in run.steps["r0.intervene"]["result"].values()
                if not o["original_success"])
     with pytest.raises(ValueError, match="intervention must be one of resample, undo"):
         replace(PRESET, intervention="remove")

@@ -15,6 +15,7 @@ from sim.engine.variations import (
     _segment_gap,
     crowd_grasp_side,
     declutter,
+    familiar_task,
     default_roles,
     heavier,
     movable_distractors,
@@ -106,7 +107,7 @@ def test_nominal_restores_the_scale_only_where_there_is_room():
 
 
 def test_counterfactuals_are_reachable_by_name_but_not_drawn_as_variations():
-    assert set(UNDO) == {"layout", "attributes"}
+    assert set(UNDO) == {"task", "layout", "attributes"}
     for factor, ops in UNDO.items():
         assert not set(ops) & set(OPERATORS[factor])  # the uniform baseline draws from OPERATORS only
     spec, roles = _crowded("pick_place", 300)
@@ -114,3 +115,19 @@ def test_counterfactuals_are_reachable_by_name_but_not_drawn_as_variations():
     assert len(made.programs) == 1 and made.programs[0].operator == "declutter"
     with pytest.raises(ValueError, match="valid: .*declutter"):
         vary_scene(spec, "layout", 1, operators=("declutter_everything",))
+
+
+@pytest.mark.parametrize("family", ["pick_place", "stack", "articulated"])
+def test_familiar_task_undoes_an_unseen_template_only(family):
+    from sim.evidence.ranges import TrainingRanges
+    from sim.suites import suite_specs
+
+    ranges = TrainingRanges.default()
+    with pytest.raises(VariationError, match="nothing to undo"):
+        familiar_task(sample_spec(family, 5), np.random.default_rng(0))  # train templates only
+    unseen = [s for s in suite_specs(family, "tasks", n=4) if ranges.template_seen(s.task.template) is False]
+    assert unseen, "the tasks suite holds templates training did not see"
+    out = familiar_task(unseen[0], np.random.default_rng(0))
+    assert ranges.template_seen(out.task.template) is True
+    assert out.layout == unseen[0].layout and out.attributes == unseen[0].attributes
+    assert out.meta["operator"] == "familiar_task"
