@@ -39,6 +39,9 @@ def register(sub, name: str) -> None:
     p.add_argument("--gif", metavar="DIR", help="with --external: write the first episode of each task as DIR/BENCH_TASK.gif")
     p.add_argument("--max-steps", type=positive_int, default=None,
                    help="with --external: episode length in 10 Hz steps (default per task, docs/EXTERNAL.md)")
+    p.add_argument("--external-frame", default="base", choices=("base", "home"),
+                   help="with --external metaworld: base (the Sawyer's base over this project's origin) | home (also "
+                        "shifted so the hand starts over this project's gripper home; docs/EXTERNAL.md)")
     p.add_argument("--mode", default="mean", choices=("mean", "critic"),
                    help="mean (deterministic) | critic (j=8 samples, Q-softmax; needs a checkpoint with a critic)")
     p.add_argument("--json", action="store_true")
@@ -49,8 +52,8 @@ def register(sub, name: str) -> None:
 def run(args) -> int:
     if args.external:
         return run_external(args)
-    if args.gif or args.max_steps:
-        raise ValueError("--gif and --max-steps apply to --external only")
+    if args.gif or args.max_steps or args.external_frame != "base":
+        raise ValueError("--gif, --max-steps and --external-frame apply to --external only")
     if not args.programs and not args.family:
         raise ValueError("give --family (its suites), --programs PATH... (your scene programs) or --external "
                          "BENCH:TASK,... (an external benchmark)")
@@ -90,6 +93,8 @@ def run_external(args) -> int:
     from policy.external.base import external_python
 
     targets = parse_external(args.external)
+    if args.external_frame != "base" and any(b != "metaworld" for b, _ in targets):
+        raise ValueError("--external-frame applies to metaworld tasks only")
     for benchmark in dict.fromkeys(b for b, _ in targets):
         external_python(benchmark)  # one line naming scripts/setup --external when the venv is missing
     policy = Path(args.policy)
@@ -100,6 +105,8 @@ def run_external(args) -> int:
 
     state = load_checkpoint(policy)
     kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
+    if args.external_frame != "base":
+        kwargs["frame"] = args.external_frame
     out = evaluate_external(state.policy, targets, args.n, args.seeds, critic=state.critic, mode=args.mode,
                             device=state.device, workers=args.workers,
                             gif_dir=Path(args.gif) if args.gif else None, adapter_kwargs=kwargs)

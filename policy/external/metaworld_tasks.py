@@ -71,6 +71,10 @@ BENCHMARK = "metaworld"
 TARGET_LEASH = 0.08
 """as `sim.env.TARGET_LEASH`"""
 FRAME = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+FRAMES = ("base", "home")
+"""position mappings: "base" (the Sawyer's base over this project's origin, table tops level) or "home" (also
+shifted in xy so the hand's start lands on this project's gripper home; heights unchanged): a translation, so
+actions, velocities and orientations map alike"""
 """rotation from Meta-World's world axes to this project's (-90° about z: Meta-World's +y forward becomes +x)"""
 
 
@@ -149,9 +153,16 @@ class MetaWorldAdapter(WorkerAdapter):
     benchmark = BENCHMARK
 
     def __init__(self, task: str, *, render: bool = False, render_size: int = 256, camera: str = "corner",
-                 turn_image: bool = True, action_map: str = "target", max_steps: int | None = None, seed: int = 0):
+                 turn_image: bool = True, action_map: str = "target", max_steps: int | None = None, seed: int = 0,
+                 frame: str = "base"):
         if task not in TASKS:
             raise ValueError(f"unknown metaworld task {task!r}; valid tasks: {', '.join(TASKS)}")
+        if frame not in FRAMES:
+            raise ValueError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
+        self.frame = frame
+        self.shift = np.zeros(3)
+        """added to mapped positions: 0 for frame "base"; for "home", the xy that puts the hand's start on this
+        project's gripper home (set at the first reset; Meta-World's hand start is fixed per task)"""
         if action_map not in ("target", "delta"):
             raise ValueError(f"action_map must be 'target' or 'delta', got {action_map!r}")
         from sim.assets import category_index
@@ -198,7 +209,7 @@ class MetaWorldAdapter(WorkerAdapter):
     # --- frames ---------------------------------------------------------------------------------------
     def to_project(self, p) -> np.ndarray:
         """Meta-World world positions (..., 3) in this project's frame."""
-        return (np.asarray(p, dtype=np.float64) - self.origin) @ FRAME.T
+        return (np.asarray(p, dtype=np.float64) - self.origin) @ FRAME.T + self.shift
 
     # --- episode --------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> dict:
@@ -211,6 +222,11 @@ class MetaWorldAdapter(WorkerAdapter):
             from policy.external.control import gripper_frame
 
             self.tcp_to_gripper = gripper_frame(out["geometry"], FRAME @ np.asarray(state["tcp_mat"]))
+            if self.frame == "home":
+                from sim.constants import GRIPPER_HOME
+
+                start = (np.asarray(state["tcp_pos"], dtype=np.float64) - self.origin) @ FRAME.T
+                self.shift[:2] = np.asarray(GRIPPER_HOME[:2]) - start[:2]
         static = np.zeros((MAX_OBJECTS, OBJ_DIM), dtype=np.float32)
         self._joint_range = {}
         for i, (o, info) in enumerate(zip(self.objects, out["objects"], strict=True)):

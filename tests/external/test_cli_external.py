@@ -24,6 +24,8 @@ ERRORS = [
     (["--external", "robosuite:Lift"], {VENV_ENV: "{tmp}/no-venv"}, ["no-venv", "run scripts/setup --external"]),
     (["--external", "robosuite:Lift", "--family", "stack"], {}, ["--external excludes --family"]),
     (["--family", "stack", "--gif", "{tmp}/g"], {}, ["--external only"]),
+    (["--family", "stack", "--external-frame", "home"], {}, ["--external only"]),
+    (["--external", "robosuite:Lift", "--external-frame", "home"], {}, ["--external-frame applies to metaworld"]),
 ]
 
 

@@ -86,6 +86,28 @@ def test_pick_place_observation_and_frames(pick):
     assert pick.steps_per_action == 8 and pick.max_steps == 62 and pick.info["control_freq"] == 80
 
 
+def test_home_frame_is_the_base_frame_shifted_to_this_projects_home(metaworld_available):
+    """frame="home": every mapped position moves by one xy shift that puts the hand's start on GRIPPER_HOME; heights,
+    relative positions and velocities stay as in the base frame."""
+    from policy.external import make_adapter
+    from sim.constants import GRIPPER_HOME
+
+    base, home = make_adapter("metaworld", "pick-place-v3"), make_adapter("metaworld", "pick-place-v3", frame="home")
+    try:
+        a, b = base.reset(seed=5), home.reset(seed=5)
+        shift = b[OBS_PROPRIO][0:3] - a[OBS_PROPRIO][0:3]
+        assert np.allclose(b[OBS_PROPRIO][0:2], GRIPPER_HOME[:2], atol=1e-5) and abs(shift[2]) < 1e-6
+        assert np.allclose(b[OBS_OBJECTS][:2, 0:3] - a[OBS_OBJECTS][:2, 0:3], shift, atol=1e-5)
+        assert np.allclose(b[OBS_OBJECTS][:2, 3:], a[OBS_OBJECTS][:2, 3:], atol=1e-5)
+        assert np.allclose(b[OBS_PROPRIO][3:], a[OBS_PROPRIO][3:], atol=1e-5)
+        check_layout(b, 2)
+    finally:
+        base.close()
+        home.close()
+    with pytest.raises(ValueError, match="frame must be one of base, home"):
+        make_adapter("metaworld", "pick-place-v3", frame="table")
+
+
 def test_seeds_are_reproducible(pick):
     a = pick.reset(seed=3)[OBS_OBJECTS][:2, :3].copy()
     b = pick.reset(seed=4)[OBS_OBJECTS][:2, :3].copy()
