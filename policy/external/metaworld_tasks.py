@@ -71,6 +71,11 @@ BENCHMARK = "metaworld"
 TARGET_LEASH = 0.08
 """as `sim.env.TARGET_LEASH`"""
 FRAME = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+def _yaw(degrees: float) -> np.ndarray:
+    a = np.radians(degrees)
+    return np.array([[np.cos(a), -np.sin(a), 0.0], [np.sin(a), np.cos(a), 0.0], [0.0, 0.0, 1.0]])
+
+
 FRAMES = ("base", "home")
 """position mappings: "base" (the Sawyer's base over this project's origin, table tops level) or "home" (also
 shifted in xy so the hand's start lands on this project's gripper home; heights unchanged): a translation, so
@@ -91,6 +96,10 @@ class MetaWorldObject:
     free_joint: str | None = None
     joint: str | None = None
     """the articulation joint; its opening runs from 0 (closed, upper limit) to 1 (lower limit)"""
+    body_yaw: float = 0.0
+    """degrees about the body's z that turn Meta-World's body frame into this project's asset convention (an
+    articulated asset's handle side along its local -x): the token's quaternion and half extents use the turned
+    frame"""
 
 
 @dataclass(frozen=True)
@@ -118,12 +127,12 @@ TASKS: dict[str, MetaWorldTask] = {
                       "a puck and a goal point on the table; success: puck within 5 cm of it", phases="push"),
         MetaWorldTask("drawer-open-v3", "articulated", "open the drawer",
                       (MetaWorldObject("drawer", "articulated", "drawer", body="drawer_link", pos="main",
-                                       joint="goal_slidey"),),
+                                       joint="goal_slidey", body_yaw=90.0),),
                       "SawyerDrawerOpenV3Policy", "a drawer facing the robot; success: pulled (nearly) fully open",
                       phases="open"),
         MetaWorldTask("door-open-v3", "articulated", "open the door",
                       (MetaWorldObject("door", "articulated", "door", body="door_link", pos="main",
-                                       joint="doorjoint"),),
+                                       joint="doorjoint", body_yaw=90.0),),
                       "SawyerDoorOpenV3Policy", "a hinged door; success: its handle swung to the goal", phases="open"),
     )
 }
@@ -230,7 +239,8 @@ class MetaWorldAdapter(WorkerAdapter):
         static = np.zeros((MAX_OBJECTS, OBJ_DIM), dtype=np.float32)
         self._joint_range = {}
         for i, (o, info) in enumerate(zip(self.objects, out["objects"], strict=True)):
-            static[i, 13:16] = info["half_extent"]  # in the body frame, which the token's quaternion turns
+            turn = _yaw(o.body_yaw)
+            static[i, 13:16] = np.abs(turn.T) @ np.asarray(info["half_extent"])  # in the (turned) body frame
             static[i, 20] = 1.0 if o.joint else 0.0
             static[i, 21 + ROLES.index(o.role)] = 1.0
             if o.joint:
@@ -253,7 +263,7 @@ class MetaWorldAdapter(WorkerAdapter):
         tcp = self.to_project(s["tcp_pos"])
         tokens[:n, 0:3] = self.to_project(s["obj_pos"])
         for i, q in enumerate(np.asarray(s["obj_quat"], dtype=np.float64)):
-            tokens[i, 3:7] = quat_from_mat(FRAME @ mat_from_quat(q))
+            tokens[i, 3:7] = quat_from_mat(FRAME @ mat_from_quat(q) @ _yaw(self.objects[i].body_yaw))
         qvel = np.asarray(s["obj_qvel"], dtype=np.float64)
         tokens[:n, 7:10] = qvel[:, :3] @ FRAME.T
         tokens[:n, 10:13] = qvel[:, 3:]

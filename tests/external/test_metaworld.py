@@ -173,3 +173,22 @@ def test_other_tasks_experts_and_observations(metaworld_available, task):
         assert ok and env.benchmark_success()
         if TASKS[task].family == "articulated":
             assert env._last[OBS_OBJECTS][0, 19] > 0.1  # it opened
+
+
+@pytest.mark.parametrize("task", ["drawer-open-v3", "door-open-v3"])
+def test_articulated_tokens_face_the_robot(metaworld_available, task):
+    """This project's articulated assets have their handle side along local -x: the mapped token's local -x must
+    point at the robot (-x here), and its half extents follow the turned frame (thin along the facing axis for
+    the door)."""
+    from policy.external import make_adapter
+    from policy.external.control import mat_from_quat
+
+    env = make_adapter("metaworld", task)
+    try:
+        tok = env.reset(seed=0)[OBS_OBJECTS][0]
+        facing = mat_from_quat(np.asarray(tok[3:7], dtype=np.float64)) @ np.array([-1.0, 0.0, 0.0])
+        assert facing[0] < -0.95, facing
+        if task == "door-open-v3":
+            assert tok[13] < tok[14]  # a door is thinner along its facing axis than across
+    finally:
+        env.close()
