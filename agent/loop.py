@@ -32,6 +32,7 @@ import numpy as np
 from agent.hub import Hub, ToolError
 from agent.methods import CODA, Method
 from agent.presets import Preset
+from agent.roles.engine import OfflineEngine, operators_for
 from agent.roles.factory import Roles
 from agent.runstate import RunState
 from servers.contract import MAX_BATCH, MAX_PAGE
@@ -47,7 +48,7 @@ TOO_HARD_SCENES = 2
 INTERVENTION_FACTORS = ("task", "layout", "attributes")
 """scene factors an intervention changes, one at a time"""
 INTERVENTION_OPERATORS = {
-    "resample": {"task": ("resample", "fewer_goals", "reword"), "layout": ("resample",), "attributes": ("resample",)},
+    "resample": {f: operators_for(f, None) for f in INTERVENTION_FACTORS},
     "undo": {"task": ("familiar_task",), "layout": ("declutter",), "attributes": ("nominal",)},
 }
 """`Preset.intervention` -> scene factor -> the variation operators an intervention's variants use (the
@@ -86,8 +87,6 @@ class CoEvolution:
             raise ValueError(f"method {method.name} reuses another run's memory: give memory_from")
         self.hub, self.roles, self.preset, self.run_id = hub, roles, preset, run_id
         roles.connect(hub)
-        from agent.roles.engine import OfflineEngine
-
         self.operators = OfflineEngine(hub=hub)
         """the sim's own variation operators, for interventions: a measurement, whoever writes the round's scenes"""
         self.method, self.seed, self.base, self.early_stop = method, seed, base, early_stop

@@ -232,8 +232,10 @@ class JobManager:
                 self._changed.wait(timeout_s)
 
     def shutdown(self) -> None:
-        for handle in self._handles.values():
+        for job_id, handle in list(self._handles.items()):
             handle.cancel_event.set()
+            if self.status(job_id).state == "queued":  # it will never start: final now, as `cancel` does
+                self._update(job_id, state="cancelled", finished_at=time.time())
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def unfinished(self) -> list[str]:

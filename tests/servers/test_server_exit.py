@@ -87,3 +87,24 @@ def test_a_job_that_cannot_be_cancelled_ends_with_the_process(tmp_path):
     assert proc.wait(timeout=30) == 0  # without the fix it would run on for ten minutes
     assert JOB_GRACE_S <= time.monotonic() - start < JOB_GRACE_S + 10
     assert _states(tmp_path, ids) == ["running"]  # the next server on this directory reports it interrupted
+
+
+def test_stop_all_jobs_cancels_queued_jobs_at_once():
+    """A queued job behind a running one is final (cancelled) as soon as the jobs are stopped: the closing server
+    waits only for the running one."""
+    from servers.jobs import JobManager, stop_all_jobs
+
+    jobs = JobManager(None, max_workers=1)
+
+    def cooperative(job):
+        for i in range(10_000):
+            job.progress(i, 10_000)
+            time.sleep(0.01)
+
+    running, queued = jobs.start(cooperative), jobs.start(cooperative)
+    time.sleep(0.1)
+    assert jobs.status(queued).state == "queued"
+    start = time.monotonic()
+    assert stop_all_jobs(grace_s=5.0) == []
+    assert time.monotonic() - start < 2.0
+    assert jobs.status(queued).state == "cancelled" and jobs.status(running).state == "cancelled"
