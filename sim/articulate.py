@@ -45,6 +45,10 @@ def _handle_frame(run: Runner, name: str) -> tuple[np.ndarray, np.ndarray]:
     bar = r[:, "xyz".index(o.asset.handle_axis)]
     y_body = np.cross(front, bar)
     y_body /= np.linalg.norm(y_body)
+    if run.state.compiled.gripper.geometry.nearer_roll:
+        now = matrix_from_quat(run.pose()[1])
+        if float(now[:, 0] @ np.cross(y_body, front) + now[:, 1] @ y_body) < 0:  # the other frame is the smaller turn
+            y_body = -y_body
     return quat_from_matrix(np.column_stack([np.cross(y_body, front), y_body, front])), front
 
 

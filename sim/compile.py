@@ -13,7 +13,7 @@ import numpy as np
 
 from sim import assets, mjlog
 from sim.assets.types import ArticulatedAsset, RigidAsset
-from sim.constants import ROLES, TIMESTEP
+from sim.constants import ROBOTS, ROLES, TIMESTEP
 from sim.robot import FloatingGripper, GripperIndex
 from sim.spec import SceneSpec
 
@@ -120,10 +120,22 @@ def support_top(spec: SceneSpec, name: str, cache: dict[str, float] | None = Non
     return top
 
 
-def compile_scene(spec: SceneSpec, robot: FloatingGripper | None = None) -> CompiledScene:
-    """Build the MuJoCo model of a scene; raises `ValueError` naming the object on bad assets."""
+def make_robot(name: str):
+    """The robot class of an embodiment name (`sim.constants.ROBOTS`)."""
+    if name == "panda":
+        from sim.panda import PandaArm
+
+        return PandaArm()
+    if name == "gripper":
+        return FloatingGripper()
+    raise ValueError(f"unknown robot {name!r}; valid robots: {', '.join(ROBOTS)}")
+
+
+def compile_scene(spec: SceneSpec, robot=None) -> CompiledScene:
+    """Build the MuJoCo model of a scene (with the robot it names, unless `robot` is given); raises
+    `ValueError` naming the object on bad assets."""
     mjlog.install()  # MuJoCo's warnings about this scene's simulation go to logging, not to ./MUJOCO_LOG.TXT
-    robot = robot or FloatingGripper()
+    robot = robot or make_robot(spec.robot)
     mj = new_world()
     robot.add_to(mj)
     z_cache: dict[str, float] = {}

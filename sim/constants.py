@@ -32,6 +32,11 @@ WORKSPACE_HIGH = (0.90, 0.40, 0.60)
 """gripper target positions are clipped to this box (metres, world frame)"""
 GRIPPER_HOME = (0.45, 0.0, 0.30)
 
+# --- robots ---------------------------------------------------------------------------------
+ROBOTS = ("gripper", "panda")
+"""embodiments a scene can name (`Scene(..., robot=)`): the floating parallel-jaw gripper, the Franka Panda"""
+DEFAULT_ROBOT = "gripper"
+
 # --- roles ----------------------------------------------------------------------------------
 ROLES = (
     "target",

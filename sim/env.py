@@ -35,7 +35,6 @@ from sim.constants import (
     WORKSPACE_HIGH,
     WORKSPACE_LOW,
 )
-from sim.robot import FINGER_OPEN
 from sim.spec import SceneSpec
 
 MAX_STEPS = {"pick_place": 70, "stack": 70, "articulated": 90, "prep": 200}
@@ -182,8 +181,8 @@ class CodaEnv:
         proprio = np.empty(PROPRIO_DIM, dtype=np.float32)
         proprio[0:3] = grip
         proprio[3:7] = d.xquat[g.body]
-        proprio[7:10] = d.qvel[g.free_dof : g.free_dof + 3]
-        proprio[10] = (d.qpos[g.finger_qpos[0]] + d.qpos[g.finger_qpos[1]]) / (2 * FINGER_OPEN)
+        proprio[7:10] = g.velocity(self.model, d)
+        proprio[10] = (d.qpos[g.finger_qpos[0]] + d.qpos[g.finger_qpos[1]]) / (2 * g.geometry.finger_open)
         proprio[11] = self._gripper_cmd
         return make_observation(tokens, self._mask.copy(), self._category.copy(), proprio, self.instruction)
 
@@ -201,18 +200,18 @@ class CodaEnv:
         if gripper_noise > 0:
             home += np.random.default_rng(seed).uniform(-gripper_noise, gripper_noise, 3)
         g = self.compiled.gripper
-        d.qpos[g.free_qpos : g.free_qpos + 3] = home
-        d.qpos[g.free_qpos + 3 : g.free_qpos + 7] = [1, 0, 0, 0]
+        g.place(m, d, home)
         self._target_pos = home.copy()
         self._target_quat = np.array([1.0, 0.0, 0.0, 0.0])
         d.mocap_pos[g.mocap] = home
         d.mocap_quat[g.mocap] = self._target_quat
         self._gripper_cmd = -1.0
-        d.ctrl[list(g.actuators)] = FINGER_OPEN
+        opening = g.geometry.finger_open
+        d.ctrl[list(g.actuators)] = opening
         for q in g.finger_qpos:
-            d.qpos[q] = FINGER_OPEN
+            d.qpos[q] = opening
         mujoco.mj_forward(m, d)
-        mujoco.mj_step(m, d, nstep=SETTLE_STEPS)
+        g.advance(m, d, SETTLE_STEPS)
         d.time = 0.0
         self._steps = 0
         self.state.initial_bottom = {n: helpers.bottom_z(self.state, n) for n in self.state.names}
@@ -248,7 +247,7 @@ class CodaEnv:
     def step(self, action) -> tuple[dict, float, bool, bool, dict]:
         """One 10 Hz control step. Raises `ValueError` on a NaN, infinite or wrongly shaped action."""
         self._apply(action)
-        mujoco.mj_step(self.model, self.data, nstep=SUBSTEPS)
+        self.compiled.gripper.advance(self.model, self.data, SUBSTEPS)
         self._steps += 1
         unstable = not np.isfinite(self.data.qacc).all() or self.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
         success = (not unstable) and bool(self.success_predicate.evaluate(self.state))
@@ -309,7 +308,7 @@ class CodaEnv:
         ctrl, mocap_pos, mocap_quat = d.ctrl.copy(), d.mocap_pos.copy(), d.mocap_quat.copy()
         mujoco.mj_setState(m, d, prev.physics, spec)
         d.ctrl[:], d.mocap_pos[:], d.mocap_quat[:] = ctrl, mocap_pos, mocap_quat
-        mujoco.mj_step(m, d, nstep=SUBSTEPS)
+        self.compiled.gripper.advance(m, d, SUBSTEPS)
         after = np.empty(self._state_size)
         mujoco.mj_getState(m, d, after, spec)
         exact = bool(np.array_equal(after, cur.physics))

@@ -17,11 +17,9 @@ import numpy as np
 from sim import helpers as h
 from sim.constants import MAX_DPOS, MAX_DROT
 from sim.env import CodaEnv
-from sim.robot import FINGER_OPEN, FINGER_PAD, FINGER_SQUEEZE, PALM, PALM_Z
+from sim.robot import GRIPPER_GEOMETRY, GripperGeometry
 
 OPEN, CLOSE = -1.0, 1.0
-PAD_REACH = 0.015
-"""the finger pads reach this far below the TCP"""
 CLEAR = 0.025
 """vertical margin kept over obstacles while crossing"""
 CORNER_CUT = 5
@@ -30,8 +28,6 @@ CORNER_TOL = 0.02
 """the gripper has turned a waypoint once this close to it (it lags its target by ~2 cm at full speed)"""
 STALL_SPEED = 0.005
 """m/s: a gripper slower than this short of its goal is blocked"""
-GRIPPER_RADIUS = 0.06
-"""half width of the corridor the gripper itself sweeps (open fingers and palm span ±5.7 cm and ±6 cm)"""
 
 
 # --- orientation utilities ------------------------------------------------------------------------
@@ -65,9 +61,14 @@ def closing_yaw(axis_xy: np.ndarray, near: float) -> float:
     return near + (yaw - near + math.pi / 2) % math.pi - math.pi / 2
 
 
-def grip_command(half_opening: float) -> float:
+def grip_command(half_opening: float, hand: GripperGeometry = GRIPPER_GEOMETRY) -> float:
     """The gripper command whose finger target is `half_opening` (metres from the centre line per finger)."""
-    return float(np.clip(2 * (half_opening - FINGER_OPEN) / (FINGER_SQUEEZE - FINGER_OPEN) - 1, OPEN, CLOSE))
+    return float(np.clip(hand.command(half_opening), OPEN, CLOSE))
+
+
+def hand_of(state: h.SceneState) -> GripperGeometry:
+    """The geometry of the scene's hand (what the planners plan with)."""
+    return state.compiled.gripper.geometry
 
 
 def rot_delta(q_to: np.ndarray, q_from: np.ndarray) -> np.ndarray:
@@ -133,7 +134,7 @@ class Runner:
 
     def _stalled(self) -> bool:
         g = self.state.compiled.gripper
-        return float(np.linalg.norm(self.env.data.qvel[g.free_dof : g.free_dof + 3])) < STALL_SPEED
+        return float(np.linalg.norm(g.velocity(self.env.model, self.env.data))) < STALL_SPEED
 
     def move(self, pos, quat, grip: float, tol: float | None = 0.02, max_steps: int = 25, settle: int = 0) -> bool:
         """Straight to (pos, quat); see `follow`."""
@@ -271,18 +272,20 @@ def palm_floor(run: Runner, xy, quat, skip: set[str]) -> float:
     """Lowest TCP height at `xy`, turned to `quat`, with the palm (which spans the closing axis) above
     everything under it: a rim, a wall, a neighbour."""
     along = matrix_from_quat(quat)[:, 1] * np.array([1.0, 1.0, 0.0])
-    pts = np.array([[xy[0], xy[1], 0.0] + along * t for t in (-0.04, 0.0, 0.04)])
-    top = float(_tops_near(obstacle_boxes(run.state, skip), pts, PALM[0] + 0.005).max())
-    return top - (PALM_Z - PALM[2]) + 0.005
+    hand = hand_of(run.state)
+    pts = np.array([[xy[0], xy[1], 0.0] + along * t for t in (-hand.palm_span, 0.0, hand.palm_span)])
+    top = float(_tops_near(obstacle_boxes(run.state, skip), pts, hand.palm_radius + 0.005).max())
+    return top - hand.palm_bottom + 0.005
 
 
 def finger_top(state: h.SceneState, xy, yaw: float, half_opening: float, skip: set[str]) -> float:
     """Highest obstacle top under the two finger pads of a gripper at `xy` turned to `yaw`, opened to
     `half_opening`: what the fingers would land on when descending there."""
     along = np.array([-math.sin(yaw), math.cos(yaw), 0.0])  # the closing axis (body y)
-    reach = half_opening + FINGER_PAD[1]
+    pad = hand_of(state).finger_pad
+    reach = half_opening + pad[1]
     pts = np.array([[xy[0], xy[1], 0.0] + along * s * reach for s in (-1.0, 1.0)])
-    return float(_tops_near(obstacle_boxes(state, skip), pts, FINGER_PAD[0]).max())
+    return float(_tops_near(obstacle_boxes(state, skip), pts, pad[0]).max())
 
 
 # --- straight-line motions (no obstacle avoidance) --------------------------------------------------

@@ -22,14 +22,13 @@ from sim.constants import ACTION_DIM
 from sim.env import CodaEnv
 from sim.motion import (
     CLOSE,
-    GRIPPER_RADIUS,
-    PAD_REACH,
     Clearance,
     Runner,
     clearance_at,
     closing_yaw,
     finger_top,
     grip_command,
+    hand_of,
     matrix_from_quat,
     palm_floor,
     quat_yaw,
@@ -37,7 +36,6 @@ from sim.motion import (
     yaw_quat,
 )
 from sim.predicates import Atom
-from sim.robot import FINGER_OPEN
 from sim.slots import (
     RELEASE_OPENING,
     SOLO,
@@ -113,12 +111,13 @@ def grasp_plan(state: h.SceneState, name: str, near: float = 0.0) -> tuple[float
     yaws = [base] if max(hx, hy) > ROUNDISH * min(hx, hy) else [base + k * math.pi / 6 for k in (0, 1, -1, 2, -2, 3)]
     r = h.rotation(state, name)[:2, :2]
     grasp = grasp_point(state, name)
+    hand = hand_of(state)
     options = []
     for yaw in yaws:
         across = np.abs(r.T @ [-math.sin(yaw), math.cos(yaw)]) @ [hx, hy]
-        opening = min(FINGER_OPEN, across + GRASP_GAP)
+        opening = min(hand.finger_open, across + GRASP_GAP)
         top = finger_top(state, grasp, yaw, opening, {name})
-        if top <= grasp[2] - PAD_REACH:
+        if top <= grasp[2] - hand.pad_reach:
             return yaw, opening
         options.append((top, yaw, opening))
     return min(options)[1:]
@@ -128,10 +127,11 @@ def _pick(run: Runner, name: str) -> Iterator[str]:
     st = run.state
     grasp = grasp_point(st, name)
     yaw, opening = grasp_plan(st, name, quat_yaw(run.pose()[1]))
-    q, spread = yaw_quat(yaw), grip_command(opening)
+    hand = hand_of(st)
+    q, spread = yaw_quat(yaw), grip_command(opening, hand)
     yield "approach"
     hover = np.array([grasp[0], grasp[1], max(h.top_z(st, name) + HOVER, grasp[2] + 0.05)])
-    run.follow(route(run, hover, Clearance(PAD_REACH, GRIPPER_RADIUS)), q, spread, tol=None)
+    run.follow(route(run, hover, Clearance(hand.pad_reach, hand.sweep_radius)), q, spread, tol=None)
     run.move(grasp, q, spread, tol=0.008)
     yield "grasp"
     run.close_on(name)
@@ -161,16 +161,17 @@ def _release(run: Runner, name: str, slot: Slot) -> Iterator[str]:
     q = yaw_quat(yaw)
     hang = _held_offset(run, name)
     o = st.obj(name)
-    radius = max(GRIPPER_RADIUS, math.hypot(*o.half_extent[:2]) + 0.01)
+    hand = hand_of(st)
+    radius = max(hand.sweep_radius, math.hypot(*o.half_extent[:2]) + 0.01)
     xy = slot.xy - _held_xy(run, name, q)  # the object's centre, not the TCP, goes to the slot
     place = np.array([xy[0], xy[1], max(slot.floor + hang + DROP, palm_floor(run, xy, q, {name}))])
     yield "transport"
     run.follow(route(run, place, Clearance(hang, radius, frozenset({name}))), q, CLOSE, tol=0.01)
     yield "release"
     clear_of = max(h.finger_gap(st) / 2, line_width(o.half_extent) / 2)
-    let_go = grip_command(clear_of + RELEASE_OPENING)  # just clear of the object: spares its neighbours
+    let_go = grip_command(clear_of + RELEASE_OPENING, hand)  # just clear of the object: spares its neighbours
     run.hold(let_go, 2)
-    clear = max(place[2], clearance_at(run, place, Clearance(PAD_REACH, RELEASE_RADIUS)))
+    clear = max(place[2], clearance_at(run, place, Clearance(hand.pad_reach, RELEASE_RADIUS)))
     run.move([place[0], place[1], clear], q, let_go, tol=None)  # out of the receptacle before opening wide
 
 

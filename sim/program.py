@@ -386,11 +386,13 @@ class Scene:
 
     __slots__ = ("_builder", "_rng")
 
-    def __init__(self, family: str, seed: int = 0, split: SceneSplit | None = None):
+    def __init__(self, family: str, seed: int = 0, split: SceneSplit | None = None, robot: str = "gripper"):
         if split is not None and type(split) is not SceneSplit:
             raise TypeError(f"split must be a sim.SceneSplit, got {type(split).__name__}")
+        if type(robot) is not str:
+            raise TypeError(f"robot must be a string, got {type(robot).__name__}")
         trusted_split = None if split is None else _scene.SceneSplit(*split._fields())
-        builder = _scene.Scene(family=family, seed=seed, split=trusted_split)
+        builder = _scene.Scene(family=family, seed=seed, split=trusted_split, robot=str(robot))
         object.__setattr__(self, "_builder", builder)
         object.__setattr__(self, "_rng", Random._wrap(builder.rng))
 
@@ -401,6 +403,10 @@ class Scene:
     @property
     def seed(self) -> int:
         return self._builder.seed
+
+    @property
+    def robot(self) -> str:
+        return self._builder.robot
 
     @property
     def split(self) -> SceneSplit:

@@ -1,8 +1,12 @@
-"""Robots: a floating parallel-jaw gripper driven through a mocap weld (the default embodiment).
+"""Robots: a floating parallel-jaw gripper driven through a mocap weld (the default embodiment), and the interface
+an arm sits behind (`sim.panda.PandaArm`).
 
 The gripper body's origin is its tool centre point (TCP), between the finger pads; at the identity orientation
-the fingers point down (−z) and close along the body's y axis. A robot class only declares its bodies and
-exposes how an action reaches the simulator, so an arm with IK can sit behind the same interface.
+the fingers point down (−z) and close along the body's y axis. Every robot has a mocap body `gripper_target`
+holding the commanded TCP pose: the floating gripper is welded to it, an arm tracks it by operational-space
+control. A robot class declares its bodies (`add_to`) and returns a `GripperIndex` (`index`), which says how the
+physics advances under that control, how the robot starts an episode and what its hand looks like
+(`GripperGeometry`, what the planners plan with).
 """
 
 from __future__ import annotations
@@ -36,6 +40,52 @@ WELD_TIMECONST = 0.02
 over a few substeps instead of jerking the gripper (and whatever it holds) to each new target"""
 
 
+@dataclass(frozen=True)
+class GripperGeometry:
+    """What the planners need to know about a hand, in its TCP frame (metres)."""
+
+    finger_open: float
+    """half opening of each finger when fully open"""
+    finger_squeeze: float
+    """finger target when fully closed"""
+    finger_pad: tuple[float, float, float]
+    """half sizes of a finger: along x (width), y (thickness, along the closing axis), z (length)"""
+    pad_reach: float
+    """how far the fingers reach below the TCP"""
+    palm_radius: float
+    """half width of the palm across the closing axis"""
+    palm_span: float
+    """how far along the closing axis (each side) the palm must clear what is under it"""
+    palm_bottom: float
+    """height of the palm's underside above the TCP"""
+    sweep_radius: float
+    """half width of the corridor the open hand sweeps"""
+    nearer_roll: bool = False
+    """grasp a handle in whichever of the two equivalent frames (a half turn apart about the fingers) is nearer the
+    hand's current orientation; an arm's wrist cannot turn either way at no cost, a free gripper can, and keeps
+    its demonstrations as they were"""
+
+    def finger_target(self, command: float) -> float:
+        """Finger position target for a gripper command in [-1 (open), 1 (closed)]."""
+        return self.finger_open + (self.finger_squeeze - self.finger_open) * (command + 1.0) / 2.0
+
+    def command(self, half_opening: float) -> float:
+        """The gripper command whose finger target is `half_opening` (unclipped)."""
+        return 2 * (half_opening - self.finger_open) / (self.finger_squeeze - self.finger_open) - 1
+
+
+GRIPPER_GEOMETRY = GripperGeometry(
+    finger_open=FINGER_OPEN,
+    finger_squeeze=FINGER_SQUEEZE,
+    finger_pad=FINGER_PAD,
+    pad_reach=0.015,
+    palm_radius=PALM[0],
+    palm_span=0.04,
+    palm_bottom=PALM_Z - PALM[2],
+    sweep_radius=0.06,  # open fingers and palm span ±5.7 cm and ±6 cm
+)
+
+
 @dataclass
 class GripperIndex:
     body: int
@@ -47,12 +97,36 @@ class GripperIndex:
     geoms: np.ndarray
     """every geom of the gripper (palm and fingers)"""
     free_qpos: int
+    """the floating gripper's free joint (-1 for an arm)"""
     free_dof: int
+    geometry: GripperGeometry = GRIPPER_GEOMETRY
+    arm: object | None = None
+    """the arm's controller (`sim.panda.ArmControl`), None for the floating gripper"""
 
-    @staticmethod
-    def finger_target(command: float) -> float:
+    def finger_target(self, command: float) -> float:
         """Finger position target for a gripper command in [-1 (open), 1 (closed)]."""
-        return FINGER_OPEN + (FINGER_SQUEEZE - FINGER_OPEN) * (command + 1.0) / 2.0
+        return self.geometry.finger_target(command)
+
+    def advance(self, model: mujoco.MjModel, data: mujoco.MjData, nstep: int) -> None:
+        """Run `nstep` physics steps under this robot's control of the `gripper_target` pose."""
+        if self.arm is None:
+            mujoco.mj_step(model, data, nstep=nstep)
+        else:
+            self.arm.advance(model, data, self.mocap, nstep)
+
+    def velocity(self, model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
+        """Linear velocity of the TCP (world frame)."""
+        if self.arm is None:
+            return data.qvel[self.free_dof : self.free_dof + 3]
+        return self.arm.tcp_velocity(model, data)
+
+    def place(self, model: mujoco.MjModel, data: mujoco.MjData, pos: np.ndarray) -> None:
+        """Put the hand at `pos`, pointing down (the start of an episode; positions only, no forward pass)."""
+        if self.arm is None:
+            data.qpos[self.free_qpos : self.free_qpos + 3] = pos
+            data.qpos[self.free_qpos + 3 : self.free_qpos + 7] = [1, 0, 0, 0]
+        else:
+            self.arm.place(model, data, pos)
 
 
 class FloatingGripper:

@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from sim import assets, layout
-from sim.constants import MAX_OBJECTS, ROLES
+from sim.constants import DEFAULT_ROBOT, MAX_OBJECTS, ROBOTS, ROLES
 from sim.predicates import ATOMS, Predicate
 from sim.spec import (
     AttributeSpec,
@@ -122,9 +122,12 @@ class SceneError(ValueError):
 class Scene:
     """Builder for one scene. Call `spec()` (or let the runner call it) to get the validated `SceneSpec`."""
 
-    def __init__(self, family: str, seed: int = 0, split: SceneSplit | None = None):
+    def __init__(self, family: str, seed: int = 0, split: SceneSplit | None = None, robot: str = DEFAULT_ROBOT):
+        if robot not in ROBOTS:
+            raise SceneError(f"unknown robot {robot!r}; valid robots: {', '.join(ROBOTS)}")
         self.family = family
         self.seed = int(seed)
+        self.robot = robot
         self.split = split or SceneSplit()
         self.rng = np.random.default_rng(self.seed)
         self._objects: dict[str, TaskObject] = {}
@@ -281,6 +284,7 @@ class Scene:
             return SceneSpec(
                 seed=self.seed,
                 family=self.family,
+                robot=self.robot,
                 task=task,
                 layout=LayoutSpec(seed_layout=self._seed_layout, placements=tuple(placements)),
                 attributes=attributes,

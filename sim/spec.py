@@ -16,14 +16,16 @@ import json
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from sim.constants import (
+    DEFAULT_ROBOT,
     FAMILIES,
     MAX_OBJECTS,
     MAX_PREDICATE_ATOMS,
     MAX_PREDICATE_DEPTH,
     MAX_PREDICATE_NODES,
+    ROBOTS,
     ROLES,
 )
 from sim.predicates import Predicate
@@ -236,6 +238,8 @@ class SceneSpec(_Frozen):
     task: TaskSpec
     layout: LayoutSpec
     attributes: AttributeSpec
+    robot: str = DEFAULT_ROBOT
+    """the embodiment (`sim.constants.ROBOTS`); written (and hashed) only when not the default"""
     meta: dict[str, Any] = Field(default_factory=dict)
     """provenance (program hash, parent scene, factor varied...); not part of the hash"""
 
@@ -247,6 +251,8 @@ class SceneSpec(_Frozen):
                              f"got {len(names)}")
         if len(set(names)) != len(names):
             raise ValueError(f"object names must be unique, got {names}")
+        if self.robot not in ROBOTS:
+            raise ValueError(f"unknown robot {self.robot!r}; valid robots: {', '.join(ROBOTS)}")
         if self.family != self.task.family:
             raise ValueError(f"spec family {self.family!r} differs from task family {self.task.family!r}")
         for label, got in (
@@ -264,6 +270,15 @@ class SceneSpec(_Frozen):
             if p.support == p.object:
                 raise ValueError(f"{p.object} cannot be placed on itself")
         return self
+
+    @model_serializer(mode="wrap")
+    def _default_robot_unwritten(self, handler):
+        """The default robot is not written: specs of the floating gripper serialize (and hash) as before the
+        field existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("robot") == DEFAULT_ROBOT:
+            del data["robot"]
+        return data
 
     def canonical_json(self) -> str:
         data = self.model_dump(mode="json", exclude={"meta"})
