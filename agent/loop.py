@@ -112,6 +112,9 @@ class CoEvolution:
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> dict:
         p, m = self.preset, self.method
+        if p.robot != "gripper" and m.rounds and p.rounds:
+            raise ValueError(f"robot={p.robot}: the co-evolution rounds run the floating gripper only so far; with "
+                             f"robot={p.robot} run a method without rounds (sft), or --set rounds=0")
         say(f"run {self.run_id}: method {m.name}, seed {self.seed}, preset {p.name}, families "
             f"{', '.join(p.families)}, backend {self.roles.backend}")
         t0 = time.perf_counter()
@@ -123,7 +126,7 @@ class CoEvolution:
         else:
             self.state.step("seed.sft", lambda: self.job(
                 "train_sft", families=list(p.families), demos_per_family=p.demos_per_family, updates=p.sft_updates,
-                distribution=p.base_distribution))
+                distribution=p.base_distribution, robot=p.robot))
             say("base policy trained (SFT on planner demonstrations)")
             self.state.step("eval.before", lambda: self.evaluate("mean"))
         for r in range(p.rounds if m.rounds else 0):

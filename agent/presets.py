@@ -12,7 +12,7 @@ from policy.config import (
     ROLLOUTS_PER_SCENE,
     SFT_UPDATES,
 )
-from sim.constants import DISTRIBUTIONS, EPS_NOVEL, EPS_REPLAY, FAMILIES, SUCCESS_BAND
+from sim.constants import DISTRIBUTIONS, EPS_NOVEL, EPS_REPLAY, FAMILIES, ROBOTS, SUCCESS_BAND
 
 ROUND_UPDATES = ("bc", "branch", "critic")
 """the policy updates a round may use (`Preset.round_update`)"""
@@ -32,6 +32,9 @@ class Preset:
     base_distribution: str = "train"
     """scenes of the base's demos: "train" (the whole train side) or "seed" (its narrow seed distribution, like the
     paper's seed scenes; issue 20's base decision, experiments/base_v1)"""
+    robot: str = "gripper"
+    """embodiment of the base's demos, the policy and its evaluations ("gripper" | "panda"); the rounds of the
+    co-evolution loop run the floating gripper only so far, so "panda" goes with methods without rounds (sft)"""
     round_base_demos: int = -1
     """base demos per family kept in every round's BC mix (the base-demo mix); -1: demos_per_family // 2"""
     base_eval_in: int = 128
@@ -95,6 +98,8 @@ class Preset:
         if self.base_distribution not in DISTRIBUTIONS:
             raise ValueError(f"base_distribution must be one of {', '.join(DISTRIBUTIONS)}, "
                              f"got {self.base_distribution!r}")
+        if self.robot not in ROBOTS:
+            raise ValueError(f"robot must be one of {', '.join(ROBOTS)}, got {self.robot!r}")
         if self.intervention not in INTERVENTIONS:
             raise ValueError(f"intervention must be one of {', '.join(INTERVENTIONS)}, got {self.intervention!r}")
         if self.round_update not in ROUND_UPDATES:
@@ -162,7 +167,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
     return get_preset(name, **{**EXPERIMENT_OVERRIDES.get(name, {}), **overrides})
 
 
-SETTABLE = ("intervention_variants", "intervention", "demos_per_family", "sft_updates", "base_distribution",
+SETTABLE = ("intervention_variants", "intervention", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
             "round_update", "bc_balance")

@@ -23,11 +23,11 @@ import numpy as np
 from policy.checkpoint import TrainState, load_checkpoint, save_checkpoint
 from policy.config import CRITIC_UPDATES, POLICY_UPDATES, ROLLOUTS_PER_SCENE, PolicyConfig, TrainConfig
 from policy.data import stack_obs
-from policy.evaluate import evaluate, train_specs
+from policy.evaluate import evaluate, policy_robot, train_specs
 from policy.improve import awr_round, branch_round, collect
 from policy.rollout import Episode, planner_demos
 from policy.train import Progress, balance_families, bc_finetune, demo_buffer, train_sft
-from sim.constants import OBS_INSTRUCTION
+from sim.constants import DEFAULT_ROBOT, OBS_INSTRUCTION
 from sim.spec import SceneSpec
 from sim.trace import Trace
 from sim.workers import SERIAL, Executor
@@ -70,11 +70,13 @@ class TrainerService:
             raise RuntimeError("no policy yet: run the base SFT first (train_sft) or load a checkpoint")
         return self.state
 
-    def demos_for(self, family: str, n: int, distribution: str = "train") -> list[Episode]:
-        key = f"{family}:{n}" + ("" if distribution == "train" else f":{distribution}")
+    def demos_for(self, family: str, n: int, distribution: str = "train", robot: str = DEFAULT_ROBOT
+                  ) -> list[Episode]:
+        key = (f"{family}:{n}" + ("" if distribution == "train" else f":{distribution}")
+               + ("" if robot == DEFAULT_ROBOT else f":{robot}"))
         if key not in self.demos:
-            self.demos[key] = planner_demos(train_specs(family, n, start=300_000, distribution=distribution),
-                                            executor=self.executor)
+            self.demos[key] = planner_demos(train_specs(family, n, start=300_000, distribution=distribution,
+                                                        robot=robot), executor=self.executor)
         return self.demos[key]
 
     def demos_for_scenes(self, specs: Sequence[SceneSpec]) -> list[Episode]:
@@ -91,17 +93,18 @@ class TrainerService:
 
     def sft(self, families: Sequence[str], demos_per_family: int, updates: int,
             progress: Progress | None = None, *, backbone: str | None = None, seed: int | None = None,
-            distribution: str = "train") -> dict:
+            distribution: str = "train", robot: str = DEFAULT_ROBOT) -> dict:
         """Base policy: behaviour cloning on planner demonstrations of the given families (saved as `base`), on
-        scenes of the whole train side or (`distribution="seed"`) of its narrow seed distribution. `backbone` and
-        `seed` replace those of the service's configurations for this policy."""
+        scenes of the whole train side or (`distribution="seed"`) of its narrow seed distribution, with the
+        embodiment `robot` (the policy's; its evaluations use it). `backbone` and `seed` replace those of the
+        service's configurations for this policy."""
         pcfg = self.pcfg if backbone is None else dataclasses.replace(self.pcfg, backbone=backbone)
         tcfg = self.tcfg if seed is None else dataclasses.replace(self.tcfg, seed=seed)
         with self.lock:
-            demos = [d for f in families for d in self.demos_for(f, demos_per_family, distribution)]
+            demos = [d for f in families for d in self.demos_for(f, demos_per_family, distribution, robot)]
             state, tlog = train_sft(demos, pcfg, tcfg, updates, progress=progress, device=self.device)
             state.extra.update({"kind": "sft", "families": list(families), "demos": len(demos),
-                                "distribution": distribution})
+                                "distribution": distribution, "robot": robot})
             self.state = state
             self.save("base")
             return {"demos": len(demos), **tlog.summary()}
@@ -343,5 +346,5 @@ class TrainerService:
         with self.lock:
             state = self.require_state()
             return [evaluate(state.policy, f, s, n, critic=state.critic, mode=mode, device=state.device,
-                             executor=self.executor)
+                             executor=self.executor, robot=policy_robot(state))
                     for f in families for s in suites]

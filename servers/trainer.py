@@ -35,7 +35,7 @@ from servers.common import (
 )
 from servers.contract import MAX_BATCH, MAX_SOURCE_CHARS
 from servers.jobs import JobHandle, JobManager, register_job_tools
-from sim.constants import Distribution
+from sim.constants import Distribution, Robot
 from sim.constants import EvalSuiteName as Suite
 from sim.constants import FamilyName as Family
 from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN
@@ -158,12 +158,20 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
             description="scenes of the demos: 'train' (the whole train side) or 'seed' (its narrow seed "
                         "distribution: few instances, categories and layouts, like the paper's seed scenes)")
                                 ] = "train",
+        robot: Annotated[Robot, Field(
+            description="embodiment of the demos and of the policy: 'gripper' (the floating parallel-jaw gripper) or "
+                        "'panda' (the Franka Panda; needs robosuite's model, scripts/setup --external)")] = "gripper",
     ) -> JobStarted:
         """Start a job: base policy by behaviour cloning on planner demonstrations (replaces the current policy;
         saved as checkpoint `base`)."""
+        if robot != "gripper":
+            from sim.panda import assets_dir
+
+            assets_dir()  # refused at once (a clear error) where the Panda model is not installed
+
         def run(job: JobHandle):
             return service.sft(families, demos_per_family, updates, progress=reporter(job), backbone=backbone,
-                               seed=seed, distribution=distribution)
+                               seed=seed, distribution=distribution, robot=robot)
 
         return JobStarted(job_id=jobs.start(run, kind="train_sft"), kind="train_sft")
 

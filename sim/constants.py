@@ -33,7 +33,8 @@ WORKSPACE_HIGH = (0.90, 0.40, 0.60)
 GRIPPER_HOME = (0.45, 0.0, 0.30)
 
 # --- robots ---------------------------------------------------------------------------------
-ROBOTS = ("gripper", "panda")
+Robot = Literal["gripper", "panda"]
+ROBOTS: tuple[str, ...] = get_args(Robot)
 """embodiments a scene can name (`Scene(..., robot=)`): the floating parallel-jaw gripper, the Franka Panda"""
 DEFAULT_ROBOT = "gripper"
 

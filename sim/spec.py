@@ -280,6 +280,12 @@ class SceneSpec(_Frozen):
             del data["robot"]
         return data
 
+    def with_robot(self, robot: str) -> SceneSpec:
+        """The same scene for another embodiment (`sim.constants.ROBOTS`); ValueError naming the valid ones."""
+        if robot == self.robot:
+            return self
+        return SceneSpec.model_validate({**self.model_dump(), "robot": robot})
+
     def canonical_json(self) -> str:
         data = self.model_dump(mode="json", exclude={"meta"})
         return json.dumps(data, sort_keys=True, separators=(",", ":"))

@@ -35,8 +35,9 @@ class BaseTrainer(ServerSpec):
 
 def base_fields(preset: Preset) -> dict:
     seed_side = {"base_distribution": "seed"} if preset.base_distribution == "seed" else {}
+    body = {"robot": preset.robot} if preset.robot != "gripper" else {}
     return {"families": list(preset.families), "demos_per_family": preset.demos_per_family,
-            "sft_updates": preset.sft_updates, "eval_per_suite": preset.eval_per_suite, **seed_side}
+            "sft_updates": preset.sft_updates, "eval_per_suite": preset.eval_per_suite, **seed_side, **body}
 
 
 def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BACKBONE) -> dict:
@@ -59,7 +60,8 @@ def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BA
     with Hub([BaseTrainer(spec) for spec in stdio_specs(d, names=("trainer",))]) as hub:
         if not ckpt.exists():
             run_job(hub, "train_sft", families=list(preset.families), demos_per_family=preset.demos_per_family,
-                    updates=preset.sft_updates, backbone=backbone, seed=seed, distribution=preset.base_distribution)
+                    updates=preset.sft_updates, backbone=backbone, seed=seed, distribution=preset.base_distribution,
+                    robot=preset.robot)
         else:
             hub.call("trainer", "load_checkpoint", {"tag": "base"})
         result = run_job(hub, "evaluate", families=list(preset.families), suites=list(SUITES),

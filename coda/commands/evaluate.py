@@ -71,12 +71,12 @@ def run(args) -> int:
             out = evaluate_programs(state, files, args.seeds, args.mode, executor)
             emit(out, args.json)
             return 0 if out["suites"] else 1
-        from policy.evaluate import evaluate
+        from policy.evaluate import evaluate, policy_robot
         from sim.suites import SUITES
 
         suites = SUITES if args.suite == "all" else [args.suite]
         results = [evaluate(state.policy, args.family, s, args.n, critic=state.critic, mode=args.mode,
-                            device=state.device, executor=executor) for s in suites]
+                            device=state.device, executor=executor, robot=policy_robot(state)) for s in suites]
     emit(results[0] if len(results) == 1 else {"suites": results}, args.json)
     return 0
 
@@ -119,7 +119,7 @@ def evaluate_programs(state, files: list[Path], seeds: int, mode: str, executor)
     listed under `skipped` with the verifier's reason and are not counted as failures of the policy."""
     import time
 
-    from policy.evaluate import run_episodes, success_stats
+    from policy.evaluate import policy_robot, run_episodes, success_stats
     from sim.spec import SceneSpec
     from sim.verify import verify_programs
 
@@ -128,7 +128,7 @@ def evaluate_programs(state, files: list[Path], seeds: int, mode: str, executor)
     reports = verify_programs([(f.read_bytes(), s) for f, s in jobs])
     for (f, s), report in zip(jobs, reports, strict=True):
         if report.passed:
-            specs.append(SceneSpec.model_validate(report.spec))
+            specs.append(SceneSpec.model_validate(report.spec).with_robot(policy_robot(state)))  # the policy's body
             kept.append((f, s))
         else:
             skipped.append({"program": str(f), "seed": s, "reason": report.summary()})

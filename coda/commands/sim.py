@@ -8,6 +8,7 @@ from pathlib import Path
 
 from coda.cli import emit
 from coda.options import add_executor_arguments, executor_from_args, family_choices, positive_int
+from sim.constants import ROBOTS
 
 
 def register(sub, name: str) -> None:
@@ -26,6 +27,8 @@ def register(sub, name: str) -> None:
     p.add_argument("--family", default="pick_place", choices=family_choices(allow_all=True))
     p.add_argument("--n", type=positive_int, default=10, help="number of seed scenes")
     p.add_argument("--seed", type=int, default=0, help="first scene seed")
+    p.add_argument("--robot", default="gripper", choices=ROBOTS,
+                   help="embodiment: the floating gripper or the Franka Panda (robosuite's model: scripts/setup --external)")
     p.add_argument("--json", action="store_true")
     add_executor_arguments(p)
     p.set_defaults(func=cmd_demo)
@@ -69,14 +72,15 @@ def cmd_assets(args) -> int:
     return 0
 
 
-def demo_stats(family: str, n: int, seed: int = 0, executor=None) -> dict:
-    """Verify n seed scenes of a family and run the planner on the verified ones (on the executor's workers)."""
+def demo_stats(family: str, n: int, seed: int = 0, executor=None, robot: str = "gripper") -> dict:
+    """Verify n seed scenes of a family and run the planner on the verified ones (on the executor's workers), with
+    the embodiment `robot`."""
     from sim.families import sample_spec
     from sim.workers import SERIAL, planner_run, verify_spec_task
 
     executor = executor or SERIAL
     t0 = time.perf_counter()
-    specs = [sample_spec(family, s) for s in range(seed, seed + n)]
+    specs = [sample_spec(family, s).with_robot(robot) for s in range(seed, seed + n)]
     failures: dict[str, int] = {}
     ok = []
     for spec, report in zip(specs, executor.map(verify_spec_task, specs), strict=True):
@@ -91,6 +95,7 @@ def demo_stats(family: str, n: int, seed: int = 0, executor=None) -> dict:
         failures["planner"] = verified - solved
     return {
         "family": family,
+        "robot": robot,
         "n": n,
         "verify_pass_rate": verified / n,
         "planner_success_rate": solved / verified if verified else 0.0,
@@ -104,8 +109,15 @@ def cmd_demo(args) -> int:
     from sim.constants import FAMILIES
 
     families = FAMILIES if args.family == "all" else [args.family]
+    if args.robot != "gripper":
+        from sim.panda import PandaUnavailable, assets_dir
+
+        try:
+            assets_dir()
+        except PandaUnavailable as exc:
+            raise ValueError(str(exc)) from None
     with executor_from_args(args) as executor:
-        results = [demo_stats(f, args.n, args.seed, executor) for f in families]
+        results = [demo_stats(f, args.n, args.seed, executor, args.robot) for f in families]
     emit(results[0] if len(results) == 1 else {"families": results}, args.json)
     return 0
 

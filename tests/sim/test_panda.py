@@ -110,3 +110,19 @@ def test_a_scene_program_names_the_robot_and_verifies_in_the_sandbox():
     assert report.passed, report.summary()
     assert report.spec["robot"] == "panda"
     assert report.spec_hash == SceneSpec.model_validate(report.spec).spec_hash()
+
+
+def test_a_panda_policy_trains_on_panda_demos_and_is_evaluated_with_the_panda(tmp_path):
+    from policy.evaluate import eval_specs, policy_robot, train_specs
+    from policy.service import TrainerService
+
+    service = TrainerService(tmp_path)
+    out = service.sft(["pick_place"], 2, 2, robot="panda")
+    assert out["demos"] == 2 and policy_robot(service.state) == "panda"
+    demos = service.demos["pick_place:2:panda"]
+    hashes = {s.spec_hash() for s in train_specs("pick_place", 2, start=300_000, robot="panda")}
+    assert {d.spec_hash for d in demos} == hashes
+    row = service.evaluate(["pick_place"], ["in"], 1)[0]
+    assert row["n"] == 1
+    gripper, arm = eval_specs("pick_place", "in", 1)[0], eval_specs("pick_place", "in", 1, "panda")[0]
+    assert arm.robot == "panda" and arm.with_robot("gripper") == gripper  # the same scene, another body
