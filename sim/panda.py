@@ -97,7 +97,17 @@ def assets_dir() -> Path:
     )
 
 
+_LOADED: dict[Path, mujoco.MjSpec] = {}
+
+
 def _load(path: Path) -> mujoco.MjSpec:
+    """A fresh copy of one of robosuite's model files, collision geometry only (read and pruned once per process)."""
+    if path not in _LOADED:
+        _LOADED[path] = _read(path)
+    return _LOADED[path].copy()
+
+
+def _read(path: Path) -> mujoco.MjSpec:
     """One of robosuite's model files, collision geometry only (the visual meshes are 35 MB to parse)."""
     s = mujoco.MjSpec.from_file(str(path))
     for m in s.meshes:
