@@ -32,7 +32,7 @@ from memory_store.schema import Diagnosis
 from memory_store.schema import Evidence as RecordEvidence
 from prompts import render_prompt
 from sim.constants import DIAGNOSIS_FACTORS, PHASES, SCENE_FACTOR_OF
-from sim.evidence.models import GRIPPER_OPENING, SPATIAL_EVENTS, Event, Evidence
+from sim.evidence.models import SPATIAL_EVENTS, Event, Evidence
 
 FactorName = Literal["task", "spatial", "attribute", "execution"]
 PhaseName = Literal["approach", "grasp", "lift", "transport", "place", "release", "open", "close", "other"]
@@ -193,10 +193,10 @@ def attribute_rule(ev: Evidence) -> CriticDiagnosis | None:
         return None
     facts = ev.object(obj)
     problems = list(facts.out_of_range)
-    too_wide = facts.grasp_width is not None and facts.grasp_width > GRIPPER_OPENING - 0.005
+    too_wide = facts.grasp_width is not None and facts.grasp_width > ev.gripper_opening - 0.005
     if too_wide:
         problems.append(f"{facts.grasp_width * 100:.1f} cm wide across the fingers, wider than the "
-                        f"{GRIPPER_OPENING * 100:.0f} cm open gripper")
+                        f"{ev.gripper_opening * 100:.0f} cm open gripper")
     if not problems:
         return None
     failure = ev.first_failure()

@@ -40,7 +40,8 @@ FAILURE_EVENTS = (
 """events that end or spoil an attempt at the current goal"""
 SPATIAL_EVENTS = ("collision", "displaced", "knocked_over")
 GRIPPER_OPENING = 2 * FINGER_OPEN
-"""gap between the open fingers (metres): an object wider than this across them cannot be grasped"""
+"""gap between the floating gripper's open fingers (metres): an object wider than this across them cannot be
+grasped (`Evidence.gripper_opening` holds the rollout's own robot's)"""
 
 
 class PhaseSpan(BaseModel):
@@ -141,6 +142,8 @@ class Evidence(BaseModel):
     rollout_id: str = ""
     steps: int
     success: bool
+    gripper_opening: float = GRIPPER_OPENING
+    """gap between the robot's open fingers, metres (9 cm for the floating gripper, 8 cm for the Panda)"""
     success_step: int | None = None
     task: TaskFacts
     timeline: list[PhaseSpan] = Field(default_factory=list)

@@ -51,6 +51,7 @@ def build_evidence(trace: Trace, *, ranges: TrainingRanges | None = None, render
     tracker.close(trace.steps, steps[-1])
     ev = Evidence(
         rollout_id=rollout_id, steps=trace.steps, success=trace.success, success_step=trace.success_step,
+        gripper_opening=2 * env.compiled.gripper.geometry.finger_open,
         task=task_facts(spec, ranges), events=tracker.events, objects=objects,
         timeline=_spans(phases, goals), goals=[_track(g, steps) for g in goals],
         atoms=[_atom_track(a, neg, steps, i) for i, (a, neg) in enumerate(zip(atoms_, negated, strict=True))],
