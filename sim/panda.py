@@ -192,14 +192,13 @@ class ArmControl:
         """`nstep` physics steps tracking the mocap pose: joint goals by inverse kinematics once per call (a
         control step), computed-torque joint impedance towards them every substep."""
         goal, _ = self._ik(model, data, data.qpos[self.qpos], data.mocap_pos[mocap], data.mocap_quat[mocap], 30)
-        full = np.zeros((model.nv, model.nv))
+        acc, force = np.zeros(model.nv), np.zeros(model.nv)
         kd = 2 * np.sqrt(JOINT_KP)
         for _ in range(nstep):
             mujoco.mj_step1(model, data)  # mass matrix and bias forces of the current state, not the last substep's
-            mujoco.mj_fullM(model, data, full)
-            M = full[np.ix_(self.dof, self.dof)]
-            tau = M @ (JOINT_KP * (goal - data.qpos[self.qpos]) - kd * data.qvel[self.dof])
-            data.ctrl[self.actuators] = tau + data.qfrc_bias[self.dof]
+            acc[self.dof] = JOINT_KP * (goal - data.qpos[self.qpos]) - kd * data.qvel[self.dof]
+            mujoco.mj_mulM(model, data, force, acc)  # the arm is its own kinematic tree: M is block-diagonal
+            data.ctrl[self.actuators] = force[self.dof] + data.qfrc_bias[self.dof]
             mujoco.mj_step2(model, data)
 
     def tcp_velocity(self, model, data) -> np.ndarray:
