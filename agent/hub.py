@@ -63,12 +63,16 @@ class ServerSpec:
         return StdioServerParameters(command=self.command or sys.executable, args=self.args)
 
 
-def stdio_specs(run_dir: Path, names=SERVERS, extra_args: dict[str, list[str]] | None = None) -> list[ServerSpec]:
-    """Specs that start each server from this installation over stdio."""
+def stdio_specs(run_dir: Path, names=SERVERS, extra_args: dict[str, list[str]] | None = None,
+                robot: str = "gripper") -> list[ServerSpec]:
+    """Specs that start each server from this installation over stdio; a `robot` other than the floating gripper
+    is the run's embodiment, which the sim and verifier servers make every scene for."""
     extra_args = extra_args or {}
+    body = {"sim": ["--robot", robot], "verifier": ["--robot", robot]} if robot != "gripper" else {}
     return [
         ServerSpec(name=n, command=sys.executable,
-                   args=["-m", "coda.cli", "serve", n, "--run-dir", str(run_dir), *extra_args.get(n, [])])
+                   args=["-m", "coda.cli", "serve", n, "--run-dir", str(run_dir), *extra_args.get(n, []),
+                         *body.get(n, [])])
         for n in names
     ]
 

@@ -112,9 +112,6 @@ class CoEvolution:
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> dict:
         p, m = self.preset, self.method
-        if p.robot != "gripper" and m.rounds and p.rounds:
-            raise ValueError(f"robot={p.robot}: the co-evolution rounds run the floating gripper only so far; with "
-                             f"robot={p.robot} run a method without rounds (sft), or --set rounds=0")
         say(f"run {self.run_id}: method {m.name}, seed {self.seed}, preset {p.name}, families "
             f"{', '.join(p.families)}, backend {self.roles.backend}")
         t0 = time.perf_counter()

@@ -33,8 +33,8 @@ class Preset:
     """scenes of the base's demos: "train" (the whole train side) or "seed" (its narrow seed distribution, like the
     paper's seed scenes; issue 20's base decision, experiments/base_v1)"""
     robot: str = "gripper"
-    """embodiment of the base's demos, the policy and its evaluations ("gripper" | "panda"); the rounds of the
-    co-evolution loop run the floating gripper only so far, so "panda" goes with methods without rounds (sft)"""
+    """the run's embodiment ("gripper" | "panda"): the base's demos, the policy, its evaluations, and every scene
+    the sim and verifier servers store and verify (`coda serve --robot`)"""
     round_base_demos: int = -1
     """base demos per family kept in every round's BC mix (the base-demo mix); -1: demos_per_family // 2"""
     base_eval_in: int = 128

@@ -308,7 +308,7 @@ class TrainerService:
                 return table.get(id(ep), [0.0] * (ep.steps + 1))
 
         base_side = state.extra.get("distribution", "train")  # the base's demos come from its own distribution
-        demos = ([d for f in demo_families for d in self.demos_for(f, demos_per_family, base_side)]
+        demos = ([d for f in demo_families for d in self.demos_for(f, demos_per_family, base_side, policy_robot(state))]
                  if demos_per_family else [])
         own = self.demos_for_scenes(scene_demos) if scene_demos else []
         wins = list({id(ep): ep for ep in episodes if ep.success}.values()) if bc_successes else []

@@ -53,9 +53,9 @@ def spec_of(spec: dict) -> SceneSpec:
     return SceneSpec.model_validate(spec)
 
 
-def build_server(run_dir: Path) -> MCPServer:
-    """The sim server over the scenes of `run_dir`."""
-    store = SceneStore(run_dir)
+def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
+    """The sim server over the scenes of `run_dir`; with `robot`, every scene it stores is made for that robot."""
+    store = SceneStore(run_dir, robot=robot)
     mcp = new_server("coda-sim", INSTRUCTIONS)
 
     @tool(mcp, READ_ONLY)

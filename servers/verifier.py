@@ -36,9 +36,10 @@ def checked_spec(spec: dict) -> dict:
     return spec
 
 
-def build_server(run_dir: Path) -> MCPServer:
-    """The verifier server; scenes and traces are read from `run_dir` (shared with the sim server)."""
-    verifier = Verifier(SceneStore(run_dir))
+def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
+    """The verifier server; scenes and traces are read from `run_dir` (shared with the sim server); with
+    `robot`, programs and scenes are verified for that robot (the run's)."""
+    verifier = Verifier(SceneStore(run_dir, robot=robot))
     mcp = new_server("coda-verifier", INSTRUCTIONS)
 
     @tool(mcp, READ_ONLY)

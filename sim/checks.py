@@ -228,13 +228,13 @@ class Verifier:
         """Run a scene program in the sandbox and verify the spec it builds."""
         from sim.verify import verify_program
 
-        return result_of(verify_program(source, seed=seed, planner=planner))
+        return result_of(verify_program(source, seed=seed, planner=planner, robot=self.store.robot))
 
     def verify_spec(self, spec: SceneSpec | dict, planner: bool = False) -> VerifyResult:
         """Verify a spec (a SceneSpec or its JSON form; its validity is the first check)."""
         from sim.verify import verify_spec
 
-        return result_of(verify_spec(spec, planner=planner))
+        return result_of(verify_spec(spec, planner=planner, robot=self.store.robot))
 
     def verify_scene(self, scene_id: str, planner: bool = False) -> VerifyResult:
         """Verify a stored scene."""

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from sim.constants import ROBOTS
 from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN, confine, write_atomic
 from sim.scene import SceneSplit
 from sim.spec import SceneSpec
@@ -120,7 +121,12 @@ def scene_ids(run_dir: Path) -> list[str]:
 class SceneStore:
     """The scenes and traces of one run directory."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, robot: str | None = None):
+        """`robot`: the run's embodiment; every scene stored (and verified through this store) is made for it.
+        None: each scene keeps the robot its program names (default: the floating gripper)."""
+        if robot is not None and robot not in ROBOTS:
+            raise ValueError(f"unknown robot {robot!r}; valid robots: {', '.join(ROBOTS)}")
+        self.robot = robot
         self.run_dir = Path(run_dir).resolve()
         self.scenes_dir = self.run_dir / "scenes"
         self.traces_dir = self.run_dir / "traces"
@@ -135,12 +141,18 @@ class SceneStore:
         return self.scenes_dir / f"{scene_id}{suffix}"
 
     def put(self, spec: SceneSpec, source: str | None = None) -> SceneInfo:
-        """Store a spec (and the program that made it) under its hash; storing it again changes nothing."""
+        """Store a spec (and the program that made it) under its hash, for the run's robot; storing it again changes
+        nothing."""
+        spec = self.for_robot(spec)
         scene_id = spec.spec_hash()
         write_atomic(self._path(scene_id), spec.model_dump_json(indent=1))
         if source is not None:
             write_atomic(self._path(scene_id, ".py"), source)
         return info_of(spec)
+
+    def for_robot(self, spec: SceneSpec) -> SceneSpec:
+        """The scene for the run's robot (unchanged where the store has none)."""
+        return spec if self.robot is None else spec.with_robot(self.robot)
 
     def spec(self, scene_id: str) -> SceneSpec:
         path = self._path(scene_id)

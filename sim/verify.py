@@ -61,13 +61,15 @@ class VerifyReport(BaseModel):
         return "; ".join(f"{c.name}: {c.message}" for c in self.violations())
 
 
-def verify_program(source: str | bytes, seed: int = 0, *, planner: bool = False, pool=None, limits=None) -> VerifyReport:
-    """Run a scene program in the sandbox, then verify the spec it builds."""
-    return _verified(*_execute(source, seed, pool, limits), planner=planner)
+def verify_program(source: str | bytes, seed: int = 0, *, planner: bool = False, pool=None, limits=None,
+                   robot: str | None = None) -> VerifyReport:
+    """Run a scene program in the sandbox, then verify the spec it builds (for `robot`, when given: the run's
+    embodiment instead of the one the program names)."""
+    return _verified(*_execute(source, seed, pool, limits), planner=planner, robot=robot)
 
 
 def verify_programs(programs: Sequence[tuple[str | bytes, int]], *, planner: bool = False, pool=None, limits=None,
-                    lookahead: int = 2) -> Iterator[VerifyReport]:
+                    lookahead: int = 2, robot: str | None = None) -> Iterator[VerifyReport]:
     """`verify_program` over a stream of (source, seed), reports in order. A helper thread keeps up to
     `lookahead` programs running in the sandbox ahead of the spec checks here: the sandbox child is another
     process, so its run overlaps with the verification of the previous spec (on a second core)."""
@@ -78,7 +80,7 @@ def verify_programs(programs: Sequence[tuple[str | bytes, int]], *, planner: boo
             result, seconds = pending.popleft().result()
             if nxt < len(programs):
                 pending.append(ahead.submit(_execute, *programs[nxt], pool, limits))
-            yield _verified(result, seconds, planner=planner)
+            yield _verified(result, seconds, planner=planner, robot=robot)
 
 
 def _execute(source: str | bytes, seed: int, pool, limits):
@@ -93,19 +95,20 @@ def _execute(source: str | bytes, seed: int, pool, limits):
     return result, time.perf_counter() - t0
 
 
-def _verified(result, run_seconds: float, *, planner: bool) -> VerifyReport:
+def _verified(result, run_seconds: float, *, planner: bool, robot: str | None = None) -> VerifyReport:
     if not result.ok:
         err = result.error
         check = CheckResult(name="executes", passed=False, message=f"{err.kind}: {err.message}")
         return VerifyReport(passed=False, checks=[check], seconds=run_seconds)
-    report = verify_spec(result.value, planner=planner)
+    report = verify_spec(result.value, planner=planner, robot=robot)
     report.checks.insert(0, CheckResult(name="executes", passed=True))
     report.seconds += run_seconds
     return report
 
 
-def verify_spec(spec: SceneSpec | dict, *, planner: bool = False) -> VerifyReport:
-    """Verify a spec (or its JSON dict); never raises for a bad scene, reports it instead."""
+def verify_spec(spec: SceneSpec | dict, *, planner: bool = False, robot: str | None = None) -> VerifyReport:
+    """Verify a spec (or its JSON dict), for `robot` when given; never raises for a bad scene, reports it
+    instead."""
     t0 = time.perf_counter()
     checks: list[CheckResult] = []
 
@@ -120,6 +123,7 @@ def verify_spec(spec: SceneSpec | dict, *, planner: bool = False) -> VerifyRepor
 
     try:
         spec = spec if isinstance(spec, SceneSpec) else SceneSpec.model_validate(spec)
+        spec = spec if robot is None else spec.with_robot(robot)
     except ValidationError as exc:
         msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
                          for e in exc.errors()[:5])

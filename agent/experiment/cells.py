@@ -86,7 +86,7 @@ def run_cell(out: Path, method: str, seed: int, preset: Preset, base: dict, *, b
 
     name = cell_name(method, seed, backbone)
     run_dir = out / "runs" / name
-    with Hub(stdio_specs(run_dir, extra_args=server_args(base, embedder))) as hub:
+    with Hub(stdio_specs(run_dir, extra_args=server_args(base, embedder), robot=preset.robot)) as hub:
         install_base(hub, base)
         loop = CoEvolution(hub, make_roles(backend), run_dir, preset, name, method=get_method(method), seed=seed,
                            base={"tag": "base", "eval": base["eval"]}, memory_from=memory_from, early_stop=False)
@@ -138,7 +138,7 @@ def run_program_transfer(out: Path, seed: int, preset: Preset, base: dict, progr
     partial = run_dir / "partial.json"
     if partial.exists():
         results = json.loads(partial.read_text())
-    with Hub(stdio_specs(run_dir, extra_args=server_args(base, embedder))) as hub:
+    with Hub(stdio_specs(run_dir, extra_args=server_args(base, embedder), robot=preset.robot)) as hub:
         install_base(hub, base)
         engine.connect(hub)
         loop = CoEvolution(hub, make_roles("offline"), run_dir, preset, name, seed=seed,

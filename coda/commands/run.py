@@ -91,7 +91,7 @@ def run(args) -> int:
     urls = dict(u.split("=", 1) for u in args.server_url)
     specs = [ServerSpec(name=s.name, url=urls[s.name]) if s.name in urls else s for s in stdio_specs(
         run_dir, extra_args={"trainer": executor_argv(args),
-                  "memory": ["--memory-uri", args.memory_uri] if args.memory_uri else []})]
+                  "memory": ["--memory-uri", args.memory_uri] if args.memory_uri else []}, robot=preset.robot)]
     print(f"[coda] starting MCP servers (sim, verifier, memory, trainer) for {run_dir}", file=sys.stderr)
     try:
         with Hub(specs) as hub:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from coda.options import add_executor_arguments
+from sim.constants import ROBOTS
 
 SERVERS: dict[str, str] = {
     "sim": "servers.sim:build_server",
@@ -90,6 +91,10 @@ def register(sub, name: str) -> None:
     p.add_argument("--import-checkpoints", default=None, metavar="DIR",
                    help="trainer server: directory whose checkpoints install_checkpoint copies into the run "
                         "(e.g. a base policy shared by the cells of an experiment)")
+    p.add_argument("--robot", choices=ROBOTS, default=None,
+                   help="sim / verifier servers: the run's embodiment; every scene stored and verified is made for it "
+                        "(default: each scene keeps the robot its program names, the floating gripper unless "
+                        "Scene(robot=...))")
     p.add_argument("--torch-threads", type=int, default=None, metavar="N",
                    help="trainer server: CPU threads of the policy's torch arithmetic (default: OMP_NUM_THREADS, "
                         "else 1; simulation parallelism comes from --workers, and more threads than free cores "
@@ -119,6 +124,14 @@ def run(args) -> int:
         print(f"coda serve: {exc}", file=sys.stderr)
         return 2
 
+    if args.robot not in (None, "gripper"):
+        from sim.panda import PandaUnavailable, assets_dir
+
+        try:
+            assets_dir()
+        except PandaUnavailable as exc:
+            print(f"coda serve: {exc}", file=sys.stderr)
+            return 2
     run_dir = Path(args.run_dir).expanduser().resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     http = None
@@ -143,7 +156,7 @@ def run(args) -> int:
 
     no_dump()  # a server may hold keys in its environment: closed to other processes' /proc reads
     server = build(args.server, run_dir, embedder=embedder, workers=args.workers, executor=args.executor,
-                   ray_address=args.ray_address, memory_uri=args.memory_uri,
+                   ray_address=args.ray_address, memory_uri=args.memory_uri, robot=args.robot,
                    import_dir=Path(args.import_checkpoints).expanduser().resolve() if args.import_checkpoints else None)
     serve(server, http)
     return 0

@@ -126,3 +126,22 @@ def test_a_panda_policy_trains_on_panda_demos_and_is_evaluated_with_the_panda(tm
     assert row["n"] == 1
     gripper, arm = eval_specs("pick_place", "in", 1)[0], eval_specs("pick_place", "in", 1, "panda")[0]
     assert arm.robot == "panda" and arm.with_robot("gripper") == gripper  # the same scene, another body
+
+
+def test_a_run_store_makes_every_scene_for_its_robot(tmp_path):
+    from sim.checks import Verifier
+    from sim.scene_store import SceneStore
+
+    store = SceneStore(tmp_path, robot="panda")
+    info = store.sample("stack", 0)
+    assert store.spec(info.scene_id).robot == "panda"
+    source = (Path(__file__).parents[2] / "examples" / "scenes" / "stack.py").read_text()
+    created = store.create(source, seed=1)  # the program names no robot: the run's is used
+    assert store.spec(created.scene_id).robot == "panda"
+    result = Verifier(store).verify_program(source, seed=1, planner=True)
+    assert result.passed and result.spec_hash == created.scene_id
+    plain = SceneStore(tmp_path / "plain")
+    assert plain.spec(plain.create(source, seed=1).scene_id).robot == "gripper"
+    with pytest.raises(ValueError, match="valid robots"):
+        SceneStore(tmp_path / "bad", robot="ur5")
+
