@@ -37,7 +37,9 @@ def _handle_frame(run: Runner, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(gripper orientation for grasping the handle, the moving part's outward front direction).
 
     Fingers point into the moving part (door, drawer face, lid) and close across the handle bar. Taken from
-    the moving part, so an already open door or lid is approached square to its face.
+    the moving part, so an already open door or lid is approached square to its face. Of the two frames a half
+    turn apart about the fingers (the hand is symmetric), a free gripper takes the first; an arm the one its
+    joints reach with the least motion from where they are.
     """
     o = run.state.obj(name)
     r = run.env.data.xmat[o.moving_body].reshape(3, 3)
@@ -45,11 +47,18 @@ def _handle_frame(run: Runner, name: str) -> tuple[np.ndarray, np.ndarray]:
     bar = r[:, "xyz".index(o.asset.handle_axis)]
     y_body = np.cross(front, bar)
     y_body /= np.linalg.norm(y_body)
-    if run.state.compiled.gripper.geometry.nearer_roll:
+    quat = quat_from_matrix(np.column_stack([np.cross(y_body, front), y_body, front]))
+    arm = run.state.compiled.gripper.arm
+    if arm is not None:
+        flipped = quat_from_matrix(np.column_stack([-np.cross(y_body, front), -y_body, front]))
         now = matrix_from_quat(run.pose()[1])
-        if float(now[:, 0] @ np.cross(y_body, front) + now[:, 1] @ y_body) < 0:  # the other frame is the smaller turn
-            y_body = -y_body
-    return quat_from_matrix(np.column_stack([np.cross(y_body, front), y_body, front])), front
+        if float(now[:, 0] @ np.cross(y_body, front) + now[:, 1] @ y_body) < 0:  # the smaller turn of the hand
+            quat, flipped = flipped, quat
+        grasp = run.env.data.site_xpos[o.handle_site] + front * 0.004
+        costs = [arm.reach_cost(run.env.model, run.env.data, grasp, q) for q in (quat, flipped)]
+        if costs[1] < costs[0]:  # unless the joints reach the other with less motion (or only the other)
+            quat = flipped
+    return quat, front
 
 
 def articulate(run: Runner, name: str, fraction: float) -> Iterator[str]:

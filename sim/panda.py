@@ -65,7 +65,6 @@ PANDA_GEOMETRY = GripperGeometry(
     palm_span=0.09,  # the hand spans ±10 cm along the closing axis
     palm_bottom=0.031,
     sweep_radius=0.10,
-    nearer_roll=True,
 )
 _TCP_IN_EEF = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
 """TCP axes (columns) in robosuite's eef frame: y along the fingers' slide, z back along the fingers"""
@@ -203,6 +202,12 @@ class ArmControl:
 
     def tcp_velocity(self, model, data) -> np.ndarray:
         return self._jacobian(model, data)[:3] @ data.qvel[self.dof]
+
+    def reach_cost(self, model, data, pos, quat) -> float:
+        """Joint-space distance from the current joints to a pose the arm can take (inf when it cannot)."""
+        q, ok = self._ik(model, data, data.qpos[self.qpos], np.asarray(pos, dtype=np.float64),
+                         np.asarray(quat, dtype=np.float64), 100)
+        return float(np.linalg.norm(q - data.qpos[self.qpos])) if ok else float("inf")
 
     def solve(self, model, data, pos, quat=(1.0, 0.0, 0.0, 0.0), start=None) -> np.ndarray:
         """Joint angles putting the TCP at (pos, quat), from `start` (default: the home posture); ValueError

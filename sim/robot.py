@@ -60,10 +60,6 @@ class GripperGeometry:
     """height of the palm's underside above the TCP"""
     sweep_radius: float
     """half width of the corridor the open hand sweeps"""
-    nearer_roll: bool = False
-    """grasp a handle in whichever of the two equivalent frames (a half turn apart about the fingers) is nearer the
-    hand's current orientation; an arm's wrist cannot turn either way at no cost, a free gripper can, and keeps
-    its demonstrations as they were"""
 
     def finger_target(self, command: float) -> float:
         """Finger position target for a gripper command in [-1 (open), 1 (closed)]."""
