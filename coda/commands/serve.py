@@ -124,7 +124,8 @@ def run(args) -> int:
         print(f"coda serve: {exc}", file=sys.stderr)
         return 2
 
-    if args.robot not in (None, "gripper"):
+    robot = getattr(args, "robot", None)
+    if robot not in (None, "gripper"):
         from sim.panda import PandaUnavailable, assets_dir
 
         try:
@@ -156,7 +157,7 @@ def run(args) -> int:
 
     no_dump()  # a server may hold keys in its environment: closed to other processes' /proc reads
     server = build(args.server, run_dir, embedder=embedder, workers=args.workers, executor=args.executor,
-                   ray_address=args.ray_address, memory_uri=args.memory_uri, robot=args.robot,
+                   ray_address=args.ray_address, memory_uri=args.memory_uri, robot=robot,
                    import_dir=Path(args.import_checkpoints).expanduser().resolve() if args.import_checkpoints else None)
     serve(server, http)
     return 0
