@@ -180,7 +180,9 @@ class CodaEnv:
             tokens[i, 19] = (d.qpos[q] - lo) / (hi - lo)
         proprio = np.empty(PROPRIO_DIM, dtype=np.float32)
         proprio[0:3] = grip
-        proprio[3:7] = d.xquat[g.body]
+        q = d.xquat[g.body]
+        proprio[3:7] = q if q[0] >= 0 else -q  # one hemisphere (w >= 0), as the external adapters give it: the
+        # Panda's chain of body frames composes its TCP quaternion as -identity at home
         proprio[7:10] = g.velocity(self.model, d)
         proprio[10] = (d.qpos[g.finger_qpos[0]] + d.qpos[g.finger_qpos[1]]) / (2 * g.geometry.finger_open)
         proprio[11] = self._gripper_cmd

@@ -52,7 +52,7 @@ def test_reset_puts_the_hand_at_home_pointing_down_and_open(env):
     obs = env.reset()
     p = obs[OBS_PROPRIO]
     np.testing.assert_allclose(p[0:3], GRIPPER_HOME, atol=3e-3)
-    assert abs(abs(float(p[3])) - 1.0) < 2e-3  # identity orientation: fingers down
+    assert float(p[3]) == pytest.approx(1.0, abs=2e-3)  # identity orientation (w >= 0, as the gripper's): fingers down
     g = env.compiled.gripper
     opening = [env.data.qpos[q] for q in g.finger_qpos]
     np.testing.assert_allclose(opening, PANDA_FINGER_OPEN, atol=2e-3)
