@@ -96,9 +96,10 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
     shaped = [c for m in ("sparse", "potential_from_task", "coda") for c in by_method.get(m, [])]
     if shaped and all((c.get("preset") or {}).get("round_update") == "bc" for c in shaped):
         t2p_json["measured"] = False
-        t2p_md += ("\n\nNot a Text2potential measurement: with the `bc` round update the compiled potentials train "
-                   "nothing, so these rows differ only in the potentials being compiled (the threshold is read from "
-                   "the interim evaluations).")
+        t2p_md += ("\n\nNot a Text2potential measurement: with the `bc` round update the compiled potentials shape "
+                   "nothing; these rows differ only in that, with potentials, earlier rounds' rollouts in scenes that "
+                   "have one are trained on again (more BC successes): they measure that replay, not shaping (the "
+                   "threshold is read from the interim evaluations).")
 
     bb = {m: [c for c in cells if c["backbone"] == TRANSFER_BACKBONE and c["method"] == m]
           for m in ("sft", "coda", "memory_transfer")}
