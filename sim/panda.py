@@ -1,6 +1,6 @@
-"""The Franka Panda (the paper's robot): its arm and hand from the model robosuite's wheel ships, driven by
-operational-space control so that the 7-D delta-pose action, the observations and the policy stay those of the
-floating gripper.
+"""The Franka Panda (the paper's robot): its arm and hand from the model robosuite's wheel ships, commanded in
+operational space (its TCP tracks a pose target) so that the 7-D delta-pose action, the observations and the
+policy stay those of the floating gripper.
 
     Scene("pick_place", seed=3, robot="panda")          # in a scene program
     CodaEnv(spec)                                       # spec.robot == "panda": this arm, same env API
@@ -44,7 +44,7 @@ from sim.robot import (
 
 PANDA_BASE = (0.0, 0.0, 0.1)
 """where the arm's base stands (world): on a 10 cm mount at the table's near edge, behind the scene region
-(objects at x 0.28–0.64); measured against 0.0 and other placements, see docs/STATUS.md"""
+(objects at x 0.28–0.64); measured against 0.0 and other placements, see docs/EXTERNAL.md"""
 PANDA_FINGER_OPEN = 0.04
 """half opening of each Panda finger (its joint range): an 8 cm gap"""
 JOINT_KP = 400.0
@@ -133,7 +133,7 @@ class _Scratch:
 
 @dataclass
 class ArmControl:
-    """Operational-space control of the arm's TCP towards the mocap target, and the arm's start pose."""
+    """The arm's TCP tracking the mocap target (inverse kinematics + joint impedance), and its start pose."""
 
     tcp: int
     qpos: np.ndarray
