@@ -36,10 +36,10 @@ from sim.constants import GRIPPER_HOME
 from sim.robot import (
     FINGER_DAMPING,
     FINGER_SQUEEZE,
-    GRIP_FORCE,
-    GRIP_KP,
     GripperGeometry,
     GripperIndex,
+    add_finger_actuator,
+    add_target,
 )
 
 PANDA_BASE = (0.0, 0.0, 0.1)
@@ -242,23 +242,10 @@ class PandaArm:
         tcp.add_site(name="tcp", size=[0.004, 0, 0], rgba=[1, 0, 0, 0])
         tcp.add_camera(name="wrist", pos=[0.0, 0.0, 0.12], fovy=75)
         arm.body("right_hand").add_frame().attach_body(hand.body("right_gripper"), "hand/", "")
-        wb = spec.worldbody
-        target = wb.add_body(name="gripper_target", mocap=True, pos=list(GRIPPER_HOME))
-        target.add_site(name="gripper_target", size=[0.005, 0, 0], rgba=[0, 1, 0, 0.0])
-        wb.add_frame(pos=list(PANDA_BASE)).attach_body(arm.body("base"), "panda/", "")
+        add_target(spec)
+        spec.worldbody.add_frame(pos=list(PANDA_BASE)).attach_body(arm.body("base"), "panda/", "")
         for side, joint in (("left", "finger_joint1"), ("right", "finger_joint2")):
-            spec.add_actuator(
-                name=f"gripper/{side}",
-                target=f"panda/hand/{joint}",
-                trntype=mujoco.mjtTrn.mjTRN_JOINT,
-                gainprm=[GRIP_KP] + [0] * 9,
-                biasprm=[0, -GRIP_KP, 0] + [0] * 7,
-                biastype=mujoco.mjtBias.mjBIAS_AFFINE,
-                ctrlrange=[FINGER_SQUEEZE, PANDA_FINGER_OPEN],
-                ctrllimited=1,
-                forcerange=[-GRIP_FORCE, GRIP_FORCE],
-                forcelimited=1,
-            )
+            add_finger_actuator(spec, side, f"panda/hand/{joint}", PANDA_FINGER_OPEN)
 
     def index(self, model: mujoco.MjModel) -> GripperIndex:
         def nid(kind, n):

@@ -125,6 +125,28 @@ class GripperIndex:
             self.arm.place(model, data, pos)
 
 
+def add_target(spec: mujoco.MjSpec) -> None:
+    """The mocap body `gripper_target`: the commanded TCP pose every robot follows."""
+    target = spec.worldbody.add_body(name="gripper_target", mocap=True, pos=list(GRIPPER_HOME))
+    target.add_site(name="gripper_target", size=[0.005, 0, 0], rgba=[0, 1, 0, 0.0])
+
+
+def add_finger_actuator(spec: mujoco.MjSpec, side: str, joint: str, finger_open: float) -> None:
+    """The position actuator `gripper/<side>` of a finger's slide joint (targets from squeezed to `finger_open`)."""
+    spec.add_actuator(
+        name=f"gripper/{side}",
+        target=joint,
+        trntype=mujoco.mjtTrn.mjTRN_JOINT,
+        gainprm=[GRIP_KP] + [0] * 9,
+        biasprm=[0, -GRIP_KP, 0] + [0] * 7,
+        biastype=mujoco.mjtBias.mjBIAS_AFFINE,
+        ctrlrange=[FINGER_SQUEEZE, finger_open],
+        ctrllimited=1,
+        forcerange=[-GRIP_FORCE, GRIP_FORCE],
+        forcelimited=1,
+    )
+
+
 class FloatingGripper:
     """Parallel-jaw gripper welded to a mocap target; actions move the target."""
 
@@ -132,8 +154,7 @@ class FloatingGripper:
 
     def add_to(self, spec: mujoco.MjSpec) -> None:
         wb = spec.worldbody
-        target = wb.add_body(name="gripper_target", mocap=True, pos=list(GRIPPER_HOME))
-        target.add_site(name="gripper_target", size=[0.005, 0, 0], rgba=[0, 1, 0, 0.0])
+        add_target(spec)
         body = wb.add_body(name="gripper", pos=list(GRIPPER_HOME), gravcomp=1.0)
         body.add_freejoint(name="gripper/free")
         body.add_geom(
@@ -175,18 +196,7 @@ class FloatingGripper:
                 condim=4,
                 solref=[0.01, 1],
             )
-            spec.add_actuator(
-                name=f"gripper/{side}",
-                target=f"gripper/{side}",
-                trntype=mujoco.mjtTrn.mjTRN_JOINT,
-                gainprm=[GRIP_KP] + [0] * 9,
-                biasprm=[0, -GRIP_KP, 0] + [0] * 7,
-                biastype=mujoco.mjtBias.mjBIAS_AFFINE,
-                ctrlrange=[FINGER_SQUEEZE, FINGER_OPEN],
-                ctrllimited=1,
-                forcerange=[-GRIP_FORCE, GRIP_FORCE],
-                forcelimited=1,
-            )
+            add_finger_actuator(spec, side, f"gripper/{side}", FINGER_OPEN)
         spec.add_equality(
             type=mujoco.mjtEq.mjEQ_WELD,
             name1="gripper_target",
