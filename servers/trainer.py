@@ -164,10 +164,9 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
     ) -> JobStarted:
         """Start a job: base policy by behaviour cloning on planner demonstrations (replaces the current policy;
         saved as checkpoint `base`)."""
-        if robot != "gripper":
-            from sim.panda import assets_dir
+        from sim.compile import require_robot
 
-            assets_dir()  # refused at once (a clear error) where the Panda model is not installed
+        require_robot(robot)  # refused at once (a clear error) where the Panda model is not installed
 
         def run(job: JobHandle):
             return service.sft(families, demos_per_family, updates, progress=reporter(job), backbone=backbone,

@@ -131,6 +131,20 @@ def make_robot(name: str):
     raise ValueError(f"unknown robot {name!r}; valid robots: {', '.join(ROBOTS)}")
 
 
+def require_robot(name: str) -> None:
+    """ValueError (one line naming the fix) when robot `name` cannot be built here: unknown, or the Panda without
+    robosuite's model installed."""
+    if name not in ROBOTS:
+        raise ValueError(f"unknown robot {name!r}; valid robots: {', '.join(ROBOTS)}")
+    if name == "panda":
+        from sim.panda import PandaUnavailable, assets_dir
+
+        try:
+            assets_dir()
+        except PandaUnavailable as exc:
+            raise ValueError(str(exc)) from None
+
+
 def compile_scene(spec: SceneSpec, robot=None) -> CompiledScene:
     """Build the MuJoCo model of a scene (with the robot it names, unless `robot` is given); raises
     `ValueError` naming the object on bad assets."""

@@ -125,12 +125,12 @@ def run(args) -> int:
         return 2
 
     robot = getattr(args, "robot", None)
-    if robot not in (None, "gripper"):
-        from sim.panda import PandaUnavailable, assets_dir
+    if robot is not None:
+        from sim.compile import require_robot
 
         try:
-            assets_dir()
-        except PandaUnavailable as exc:
+            require_robot(robot)
+        except ValueError as exc:
             print(f"coda serve: {exc}", file=sys.stderr)
             return 2
     run_dir = Path(args.run_dir).expanduser().resolve()

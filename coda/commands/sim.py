@@ -109,13 +109,9 @@ def cmd_demo(args) -> int:
     from sim.constants import FAMILIES
 
     families = FAMILIES if args.family == "all" else [args.family]
-    if args.robot != "gripper":
-        from sim.panda import PandaUnavailable, assets_dir
+    from sim.compile import require_robot
 
-        try:
-            assets_dir()
-        except PandaUnavailable as exc:
-            raise ValueError(str(exc)) from None
+    require_robot(args.robot)
     with executor_from_args(args) as executor:
         results = [demo_stats(f, args.n, args.seed, executor, args.robot) for f in families]
     emit(results[0] if len(results) == 1 else {"families": results}, args.json)
