@@ -31,8 +31,8 @@ import numpy as np
 
 from agent.hub import Hub, ToolError
 from agent.methods import CODA, Method
-from agent.presets import Preset
-from agent.roles.engine import OfflineEngine, operators_for
+from agent.presets import Preset, external_tasks
+from agent.roles.engine import OfflineEngine, operators_for, program_of
 from agent.roles.factory import Roles
 from agent.runstate import RunState
 from servers.contract import MAX_BATCH, MAX_PAGE
@@ -53,6 +53,10 @@ INTERVENTION_OPERATORS = {
 }
 """`Preset.intervention` -> scene factor -> the variation operators an intervention's variants use (the
 counterfactuals of `sim.engine.variations.UNDO` for "undo")"""
+EXTERNAL_PROBE_GROUP = 10
+"""seed group of round 0's external probe (round r: this + r); the evaluations before and after use groups from 0"""
+PROXY_TRIES = 3
+"""seed scenes tried per external failure until its resembling scene verifies"""
 
 
 def say(msg: str) -> None:
@@ -126,6 +130,9 @@ class CoEvolution:
                 distribution=p.base_distribution, robot=p.robot))
             say("base policy trained (SFT on planner demonstrations)")
             self.state.step("eval.before", lambda: self.evaluate("mean"))
+        if p.external:
+            self.state.step("external.before", lambda: (self.base or {}).get("external") or self.external_eval(
+                p.external_eval_n, p.external_eval_seeds, mode="mean"))
         for r in range(p.rounds if m.rounds else 0):
             self.round(r)
             if self.early_stop and m.critic and r > 0 and not self.state.result(f"r{r}.modes")["in_band"]:
@@ -137,6 +144,10 @@ class CoEvolution:
         final = self.state.result(last[-1])
         full = all(e["n"] >= p.eval_per_suite for e in final)
         self.state.step("eval.after", lambda: final if full else self.evaluate(n=p.eval_per_suite))
+        if p.external:
+            rounds = [k for k in self.state.data["order"] if k.startswith("r") and k.endswith(".train")]
+            self.state.step("external.after", lambda: self.state.result("external.before") if not rounds
+                            else self.external_eval(p.external_eval_n, p.external_eval_seeds))
         self.state.step("export", lambda: self.call("memory", "export_memory", directory="exports/memory"))
         self.state.set("wall_seconds", self.state.get("wall_seconds", 0.0) + time.perf_counter() - t0)
         self.state.set("mcp_seconds", self.state.get("mcp_seconds", 0.0) + self.hub.overhead_seconds())
@@ -151,6 +162,68 @@ class CoEvolution:
             res += self.job("evaluate", families=list(p.families), suites=["seed"], n=n or p.base_eval_in, mode=mode)
         say("evaluation: " + ", ".join(f"{e['family']}/{e['suite']} {e['success_rate']:.2f}" for e in res))
         return res
+
+    def external_eval(self, n: int, seeds: int, first_group: int = 0, evidence: bool = False,
+                      mode: str | None = None) -> list[dict]:
+        """The policy on the external target tasks (`Preset.external`; the trainer's evaluate_external)."""
+        rows = self.job("evaluate_external", tasks=external_tasks(self.preset.external), n=n, seeds=seeds,
+                        first_group=first_group, evidence=evidence, mode=mode or self.method.select)
+        say("external: " + ", ".join(f"{e['suite']} {e['success_rate']:.2f}" for e in rows))
+        return rows
+
+    def external_targets(self, r: int) -> dict:
+        """After round r's update (issue 22, the paper's external-benchmark runs): a probe of the external tasks;
+        the critic diagnoses each failure (at most C per task) from its external evidence, and a verified scene of
+        this simulator resembling it (`sim.engine.proxy`: a seed scene of the task's family with its task objects
+        where the benchmark's were) becomes the diagnosis' scene. The modes they fall into then get the next
+        round's generation units like any mode: variants of those scenes (or, for execution modes found by
+        intervention, planner demos on them). Returns the probe's rates and the diagnoses."""
+        from sim.evidence.models import Evidence
+
+        p = self.preset
+        rows = self.external_eval(p.external_probe_n, 1, first_group=EXTERNAL_PROBE_GROUP + r, evidence=True)
+        mode_scenes, out = self.state.get("mode_scenes", {}), []
+        for t, row in enumerate(rows):
+            for k, failure in enumerate(row.get("failures", [])[: p.max_diagnoses]):
+                try:
+                    d = self.roles.critic.diagnose(Evidence.model_validate(failure["evidence"]))
+                except Exception as exc:  # noqa: BLE001 - a role failure skips this episode, the round goes on
+                    log.warning("critic failed on %s seed %s: %s", row["suite"], failure["seed"], exc)
+                    continue
+                scene_id = self._proxy_scene(r, row, failure, 100 * t + k)
+                if scene_id is None:
+                    continue
+                rec = self.call("memory", "record_diagnosis", diagnosis={
+                    "id": f"d-ext-r{r}-{row['benchmark']}-{row['task']}-{failure['seed']}-{self.run_id}"[:128],
+                    "scene_id": scene_id, "factor": d.factor, "phase": d.phase,
+                    "cause": f"On {row['suite']}: {d.cause}"[:800], "round": r, "run_id": self.run_id,
+                    "evidence": {"step_indices": d.evidence_steps, "state_facts": d.state_facts}})
+                mode_scenes.setdefault(rec["mode_id"], [])
+                if scene_id not in mode_scenes[rec["mode_id"]]:
+                    mode_scenes[rec["mode_id"]].append(scene_id)
+                out.append({"suite": row["suite"], "seed": failure["seed"], "scene_id": scene_id,
+                            "mode_id": rec["mode_id"], "factor": d.factor, "phase": d.phase, "cause": d.cause})
+        self.state.set("mode_scenes", mode_scenes)
+        self.save_ledger()
+        say(f"  external probe: {len(out)} failures diagnosed into {len({d['mode_id'] for d in out})} modes")
+        keep = ("suite", "family", "n", "success_rate", "stderr", "phases")
+        return {"suites": [{k: row[k] for k in keep if k in row} for row in rows], "diagnoses": out}
+
+    def _proxy_scene(self, r: int, row: dict, failure: dict, i: int) -> str | None:
+        """A verified scene of this simulator resembling an external episode (the sim's proxy_scene on a seed scene
+        of its family; up to PROXY_TRIES seed scenes), recorded in the memory; None when none verifies."""
+        for j in range(PROXY_TRIES):
+            spec = self.family_scene(row["family"], self._scene_seed(r, 90_000 + 10 * i + j))
+            try:
+                made = self.call("sim", "proxy_scene", spec=spec.model_dump(mode="json"), objects=failure["start"],
+                                 source=row["suite"], seed=i)
+            except ToolError as exc:
+                log.warning("no scene resembling %s seed %s: %s", row["suite"], failure["seed"], exc.message)
+                return None
+            scene = self._create(r, program_of(made, "external", parent=spec.spec_hash()), None)
+            if scene["verified"]:
+                return scene["scene_id"]
+        return None
 
     def accepted_budget(self, r: int) -> int:
         """Accepted (verified) environments of round r, the same for every method."""
@@ -175,8 +248,10 @@ class CoEvolution:
         compiled = st.step(f"r{r}.compile", lambda: self.compile(r, verdicts, scenes, rollouts))
         st.step(f"r{r}.train", lambda: self.train(r, rollouts, compiled))
         st.step(f"r{r}.progress", lambda: self.progress(r, verdicts, scenes, rollouts, compiled))
-        st.step(f"r{r}.modes", lambda: self.mode_summary(r))
         last = r == p.rounds - 1
+        if p.external and m.critic and not last:
+            st.step(f"r{r}.external", lambda: self.external_targets(r))
+        st.step(f"r{r}.modes", lambda: self.mode_summary(r))
         st.step(f"r{r}.eval", lambda: self.evaluate(n=None if last else p.interim_eval_per_suite or None))
         self.save_ledger()
 
@@ -190,7 +265,7 @@ class CoEvolution:
         if m.gen_memory:
             return self.call("memory", "allocate_budget", budget=p.budget(), eps_novel=p.eps_novel,
                              eps_replay=p.eps_replay, band_low=p.band[0], band_high=p.band[1], round=r)
-        modes = sorted({d["mode_id"] for d in self.state.result(f"r{r - 1}.diagnose")}) if r > 0 else []
+        modes = sorted({d["mode_id"] for d in self._diagnosed(r - 1)}) if r > 0 else []
         return self.call("memory", "allocate_evenly", budget=p.budget(), mode_ids=modes, eps_novel=p.eps_novel)
 
     def generate(self, r: int, alloc: dict) -> list[dict]:
@@ -312,11 +387,16 @@ class CoEvolution:
         if self.method.gen_memory:
             return self.state.get("mode_scenes", {})
         out: dict[str, list[str]] = {}
-        for d in self.state.result(f"r{r - 1}.diagnose") if r > 0 else []:
+        for d in self._diagnosed(r - 1) if r > 0 else []:
             out.setdefault(d["mode_id"], [])
             if d["scene_id"] not in out[d["mode_id"]]:
                 out[d["mode_id"]].append(d["scene_id"])
         return out
+
+    def _diagnosed(self, r: int) -> list[dict]:
+        """Round r's diagnoses: of its own rollouts, then of the external probe's failures (with external targets)."""
+        ext = self.state.result(f"r{r}.external") if f"r{r}.external" in self.state.data["order"] else None
+        return [*self.state.result(f"r{r}.diagnose"), *((ext or {}).get("diagnoses", []))]
 
     def _domain_rand(self, r: int, alloc: dict) -> Iterator:
         """Fresh family scenes, randomized over the hand-specified wide ranges of `agent.methods.DR_RANGES`."""

@@ -20,6 +20,19 @@ INTERVENTIONS = ("resample", "undo")
 """what an intervention variant changes (`Preset.intervention`)"""
 
 
+def external_tasks(text: str) -> list[str]:
+    """'robosuite:Lift,Door+metaworld:push-v3' -> ['robosuite:Lift', 'robosuite:Door', 'metaworld:push-v3'] (the
+    trainer's evaluate_external tasks); '' -> []. ValueError for a part without BENCHMARK:TASK."""
+    out: list[str] = []
+    for part in [x for x in text.replace("+", " ").split() if x]:
+        benchmark, sep, tasks = part.partition(":")
+        if not sep or not benchmark or not tasks.strip(","):
+            raise ValueError(f"external target {part!r}: give BENCHMARK:TASK[,TASK...], e.g. robosuite:Lift,Door")
+        out += [f"{benchmark}:{t}" for t in tasks.split(",") if t and f"{benchmark}:{t}" not in out]
+    return out
+
+
+
 @dataclass(frozen=True)
 class Preset:
     name: str
@@ -73,6 +86,20 @@ class Preset:
     """share of the round's generation units for replay of seen modes (with generation memory)"""
     lora: bool = False
     """fine-tune LoRA adapters in rounds (True) or all weights"""
+    external: str = ""
+    """external target tasks (BENCHMARK:TASK,..., as `coda eval --external`; `coda run --target external:...`): the
+    policy is evaluated on them before the first round and after the last (`external_eval_n` episodes per task and
+    seed group, `external_eval_seeds` groups: the same episodes for every method), and after every round but the
+    last the critic diagnoses the failures of a probe of them (`external_probe_n` episodes per task, seed groups
+    apart from the evaluation's) from their external evidence; a scene of this simulator resembling each failure
+    (`sim.engine.proxy`) becomes its scene, so the next round's data engine aims at those modes. The external tasks
+    are only evaluated, never trained on; methods without a critic only evaluate them"""
+    external_probe_n: int = 8
+    """episodes per external task of a round's probe (at most `max_diagnoses` failures per task are diagnosed)"""
+    external_eval_n: int = 50
+    """episodes per external task and seed group of the evaluations before and after"""
+    external_eval_seeds: int = 1
+    """seed groups of the external evaluations before and after"""
     round_update: str = "bc"
     """the policy update of a round: "bc" (behaviour cloning on the round's BC data; the default by protocol v3 of
     the round decision experiment, where branch AWR on the same data was 3-5 points lower at ≈ 7x the CPU) or
@@ -95,6 +122,10 @@ class Preset:
         if self.round_base_demos < -1 or self.round_base_demos == 0:
             raise ValueError(f"round_base_demos must be >= 1, or -1 for demos_per_family // 2; got "
                              f"{self.round_base_demos}")
+        for name in ("external_probe_n", "external_eval_n", "external_eval_seeds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        external_tasks(self.external)  # the syntax; the trainer checks the benchmarks' task names
         if self.base_distribution not in DISTRIBUTIONS:
             raise ValueError(f"base_distribution must be one of {', '.join(DISTRIBUTIONS)}, "
                              f"got {self.base_distribution!r}")
@@ -170,7 +201,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance")
+            "round_update", "bc_balance", "external_probe_n", "external_eval_n", "external_eval_seeds")
 """the budget fields `--set` may change"""
 
 
@@ -206,4 +237,7 @@ def cli_overrides(args) -> dict:
     if args.rounds is not None:
         out["rounds"] = args.rounds
     out.update(parse_overrides(args.set))
+    target = getattr(args, "target", None)
+    if target:
+        out["external"] = target
     return out

@@ -99,3 +99,42 @@ def program_paths(values: list[str]) -> list[Path]:
         else:
             raise ValueError(f"{path}: no such scene program or folder")
     return list(dict.fromkeys(out))
+
+
+def external_target(value: str) -> str:
+    """--target external:BENCH:TASK,... -> the external tasks text (BENCH:TASK,...)."""
+    kind, sep, rest = value.partition(":")
+    if kind != "external" or not sep or not rest:
+        raise argparse.ArgumentTypeError(f"--target {value!r}: give external:BENCHMARK:TASK[,TASK...], e.g. "
+                                         "external:robosuite:Lift,Door (benchmarks: robosuite, metaworld)")
+    return rest
+
+
+def add_target_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", type=external_target, default=None, metavar="external:BENCH:TASK,...",
+                   help="external target tasks, e.g. external:robosuite:Lift,Stack,PickPlaceCan,Door: evaluated "
+                        "before and after, probed after each round; the critic diagnoses their failures and the "
+                        "data engine aims scenes of this simulator at them (never trained on; needs "
+                        "scripts/setup --external; docs/EXTERNAL.md)")
+
+
+def check_target(external: str) -> None:
+    """ValueError naming the valid benchmarks / tasks, or the setup command when the external venv is missing."""
+    if not external:
+        return
+    from policy.external import parse_external
+    from policy.external.base import (
+        SETUP_HINT,
+        ExternalUnavailable,
+        external_python,
+        external_venv,
+        has_package,
+    )
+
+    for benchmark in dict.fromkeys(b for b, _ in parse_external(external)):
+        try:
+            external_python(benchmark)
+        except ExternalUnavailable as exc:
+            raise ValueError(str(exc)) from None
+        if not has_package(benchmark):
+            raise ValueError(f"{benchmark} is not installed in {external_venv()}: {SETUP_HINT}")

@@ -27,8 +27,11 @@ from servers.contract import MAX_IMAGE_PX, MAX_JSON_CHARS, MAX_PAGE, MAX_SOURCE_
 from sim import reference
 from sim.assets import listing
 from sim.assets.listing import AssetPage
+from sim.constants import MAX_OBJECTS
 from sim.constants import FamilyName as Family
 from sim.engine import planted, programs
+from sim.engine.proxy import ExternalObject
+from sim.engine.proxy import proxy_scene as external_proxy
 from sim.fileio import SCENE_ID_PATTERN
 from sim.scene_store import SPLIT_HELP, DemoSummary, SceneDetail, SceneInfo, ScenePage, SceneStore, SplitName
 from sim.spec import SceneSpec
@@ -200,6 +203,20 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
     def scene_program(spec: SpecJson) -> programs.SceneProgram:
         """A scene program that rebuilds a scene spec."""
         return programs.program_of(spec_of(spec))
+
+    @tool(mcp, READ_ONLY)
+    def proxy_scene(
+        spec: SpecJson,
+        objects: Annotated[list[ExternalObject], Field(min_length=1, max_length=MAX_OBJECTS, description=(
+            "an external episode's objects at reset in this project's frame (the trainer's evaluate_external "
+            "with evidence lists them per failure under 'start')"))],
+        source: Annotated[str, Field(max_length=128, description="the external task, e.g. robosuite:Lift")] = "",
+        seed: Seed = 0,
+    ) -> programs.SceneProgram:
+        """The program of a scene resembling an external benchmark episode: the seed scene `spec` with its task
+        objects moved to where the benchmark's were, the target sized like it, distractors cleared from around
+        them (nothing is stored; verify it like any scene)."""
+        return programs.program_of(external_proxy(spec_of(spec), objects, source=source, seed=seed))
 
     @tool(mcp, READ_ONLY)
     def variation_operators() -> dict[str, list[str]]:

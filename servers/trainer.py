@@ -49,6 +49,8 @@ return a job_id: follow it with wait_job."""
 
 SceneId = Annotated[str, Field(pattern=SCENE_ID_PATTERN)]
 RolloutId = Annotated[str, Field(pattern=RECORD_ID_PATTERN, description="rollout id from collect_rollouts")]
+ExternalTask = Annotated[str, Field(pattern=r"^(robosuite|metaworld):[A-Za-z0-9_\-]{1,64}$",
+                                   description="BENCHMARK:TASK, e.g. robosuite:Lift")]
 CHECKPOINT_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$"
 REPLACES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
 """replaces the current policy and the `base` checkpoint"""
@@ -327,6 +329,40 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                 with counting_episodes(job):
                     rows += service.evaluate([family], [suite], n, mode=mode)
             job.progress(len(rows) * n, len(pairs) * n, "done")
+            return rows
+
+        return JobStarted(job_id=jobs.start(run, kind="evaluate"), kind="evaluate")
+
+    @tool(mcp, WRITES)  # starts a job: a retry would start a second one
+    def evaluate_external(
+        tasks: Annotated[list[ExternalTask], Field(min_length=1, max_length=16, description="external benchmark "
+                                                   "tasks as BENCHMARK:TASK, e.g. robosuite:Lift, metaworld:push-v3")],
+        n: Annotated[int, Field(ge=1, le=200, description="episodes per task and seed group")] = 10,
+        seeds: Annotated[int, Field(ge=1, le=10, description="seed groups (episode e of group k resets the "
+                                    "benchmark with seed k * 100000 + e)")] = 1,
+        first_group: Annotated[int, Field(ge=0, le=1000, description="the first seed group (probes of a loop use "
+                                          "groups apart from its final evaluation's)")] = 0,
+        mode: Annotated[Literal["mean", "critic"], Field(description="action selection")] = "mean",
+        evidence: Annotated[bool, Field(description="keep each failed episode's rollout evidence and objects at "
+                                        "reset in its row's `failures`")] = False,
+    ) -> JobStarted:
+        """Start a job: success rate per external benchmark task (the benchmark's own simulator and success, in
+        its own virtualenv from `scripts/setup --external`), with the phase analysis of its episodes."""
+        from policy.external import parse_external
+
+        try:
+            parse_external(" ".join(tasks))
+        except ValueError as exc:
+            raise ValueError(f"tasks: {exc}") from None
+        policy_required()
+
+        def run(job: JobHandle):
+            rows = []
+            for k, task in enumerate(tasks):
+                job.progress(k * n * seeds, len(tasks) * n * seeds, task)
+                rows += service.evaluate_external([task], n, seeds, first_group=first_group, mode=mode,
+                                                  workers=workers, evidence=evidence)
+            job.progress(len(tasks) * n * seeds, len(tasks) * n * seeds, "done")
             return rows
 
         return JobStarted(job_id=jobs.start(run, kind="evaluate"), kind="evaluate")

@@ -10,7 +10,15 @@ from pathlib import Path
 
 from agent.choices import ROLE_BACKENDS, RUN_MODES
 from coda.cli import emit
-from coda.options import add_executor_arguments, executor_argv, families_list, positive_int, preset_choices
+from coda.options import (
+    add_executor_arguments,
+    add_target_argument,
+    check_target,
+    executor_argv,
+    families_list,
+    positive_int,
+    preset_choices,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +45,7 @@ def register(sub, name: str) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="change a budget of the preset, e.g. --set targeted_per_family=24,rollouts_per_scene=4 "
                         "(repeatable; keys: agent.presets.SETTABLE)")
+    add_target_argument(p)
     p.add_argument("--resume", action="store_true", help="continue runs/NAME from its last completed step")
     p.add_argument("--json", action="store_true")
     p.add_argument("--memory-uri", default=None,
@@ -60,8 +69,13 @@ def run(args) -> int:
 
     try:
         preset = get_preset(args.preset, **cli_overrides(args))
+        check_target(preset.external)
     except ValueError as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
+        return 2
+    if args.mode == "autonomous" and preset.external:
+        print(f"coda {args.command}: --target external:... drives the orchestrated loop; in --mode autonomous the "
+              "LLM calls the trainer's evaluate_external itself (drop --target)", file=sys.stderr)
         return 2
     if args.mode == "autonomous" and args.backend == "offline":
         print(f"coda {args.command}: --mode autonomous needs an LLM to run the rounds: add --backend anthropic or "
@@ -122,6 +136,12 @@ def run(args) -> int:
                            state["steps"].get("eval.after", {}).get("result", []))
     summary = {"run_dir": str(run_dir), "report": str(report), **run_metrics(state),
                "ood_before_after": {f: [round(b, 3), round(a, 3)] for f, (b, a) in ood.items()}}
+    if preset.external:
+        before, after = (state["steps"].get(k, {}).get("result", []) for k in ("external.before", "external.after"))
+        after_of = {e["suite"]: e["success_rate"] for e in after}
+        summary["external_before_after"] = {e["suite"]: [round(e["success_rate"], 3),
+                                                         round(after_of.get(e["suite"], float("nan")), 3)]
+                                            for e in before}
     emit(summary, args.json)
     return 0
 

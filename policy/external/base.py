@@ -222,6 +222,31 @@ class WorkerAdapter(ExternalAdapter):
         tracker = getattr(self, "_tracker", None)
         return tracker.kind if tracker is not None else None
 
+    def start_objects(self) -> list[dict]:
+        """The current episode's objects at reset, in this project's frame: name, role, category, position
+        (metres, table top at z = 0) and half extents — what a scene of this project's simulator resembling the
+        episode is built from (`sim.engine.proxy`)."""
+        from sim.constants import OBS_OBJECTS
+
+        tokens = np.asarray(self._start_obs[OBS_OBJECTS], dtype=np.float64)
+        return [{"name": o.name, "role": o.role, "category": o.category,
+                 "pos": [round(float(v), 4) for v in tokens[i, 0:3]],
+                 "half_extent": [round(float(v), 4) for v in tokens[i, 13:16]]} for i, o in enumerate(self.objects)]
+
+    def evidence(self, rollout_id: str = ""):
+        """The current episode as rollout evidence for the failure critic (`policy.external.evidence`)."""
+        from policy.external.evidence import ExternalObjectFacts, external_evidence
+
+        tracker = self._tracker
+        objects = [ExternalObjectFacts(o["name"], o["role"], o["category"], tuple(o["half_extent"]))
+                   for o in self.start_objects()]
+        fr = np.asarray(self.info["finger_range"], dtype=np.float64)
+        return external_evidence(benchmark=self.benchmark, task=self.task, family=self.family,
+                                 instruction=self.instruction, kind=tracker.kind, objects=objects,
+                                 series=tracker.series, success=self._success,
+                                 gripper_opening=float(abs(fr[0, 1] - fr[0, 0]) + abs(fr[1, 1] - fr[1, 0])),
+                                 rollout_id=rollout_id)
+
     def close(self) -> None:
         worker = getattr(self, "worker", None)
         if worker is not None:

@@ -37,17 +37,22 @@ class ExternalEpisode:
     phase: dict | None = None
     """how far it got, from the external simulator's state (`policy.external.phases.PhaseTracker.report`)"""
     phase_kind: str | None = None
+    start: list[dict] | None = None
+    """with `evidence`: the objects at reset (`WorkerAdapter.start_objects`)"""
+    evidence: dict | None = None
+    """with `evidence`, for a failed episode: its rollout evidence (`policy.external.evidence`, as JSON)"""
 
 
-def episode_seeds(n: int, seeds: int) -> list[int]:
-    return [k * SEED_STRIDE + e for k in range(seeds) for e in range(n)]
+def episode_seeds(n: int, seeds: int, first_group: int = 0) -> list[int]:
+    return [k * SEED_STRIDE + e for k in range(first_group, first_group + seeds) for e in range(n)]
 
 
 def run_task(act, benchmark: str, task: str, seeds: list[int], *, workers: int = 1, device="cpu", embedder=None,
-             gif: Path | None = None, adapter_kwargs: dict | None = None, execute: int | None = None
-             ) -> tuple[list[ExternalEpisode], dict]:
+             gif: Path | None = None, adapter_kwargs: dict | None = None, execute: int | None = None,
+             evidence: bool = False) -> tuple[list[ExternalEpisode], dict]:
     """One episode per seed of `task` with the chunk function `act` (`policy.rollout.chunk_fn`); returns the
-    episodes in seed order and timing figures. With `gif`, the first episode is rendered there."""
+    episodes in seed order and timing figures. With `gif`, the first episode is rendered there; with `evidence`,
+    each episode keeps its objects at reset and a failed one its rollout evidence (for the failure critic)."""
     from policy.data import collate_obs
     from policy.text import get_embedder
     from sim.constants import CHUNK
@@ -104,8 +109,14 @@ def run_task(act, benchmark: str, task: str, seeds: list[int], *, workers: int =
                 if info.get("frames") is not None:
                     frames.extend(info["frames"])
                 if terminated or truncated:
-                    episodes[e] = ExternalEpisode(task, seeds[e], bool(info["success"]), adapters[w].steps, ext,
-                                                  adapters[w].phase_report(), adapters[w].phase_kind)
+                    a = adapters[w]
+                    episodes[e] = ExternalEpisode(task, seeds[e], bool(info["success"]), a.steps, ext,
+                                                  a.phase_report(), a.phase_kind)
+                    if evidence:
+                        episodes[e].start = a.start_objects()
+                        if not info["success"]:
+                            ev = a.evidence(rollout_id=f"{benchmark}-{task}-{seeds[e]}")
+                            episodes[e].evidence = ev.model_dump(mode="json")
                     del current[w]
                     start(w)
                 else:
@@ -146,9 +157,10 @@ def write_gif(path: Path, frames: list[np.ndarray], ms: int = 100) -> Path:
 
 def evaluate_external(policy, targets: list[tuple[str, str]], n: int, seeds: int = 1, *, critic=None,
                       mode: str = "mean", device="cpu", workers: int = 1, gif_dir: Path | None = None,
-                      adapter_kwargs: dict | None = None) -> dict:
-    """Per (benchmark, task): n episodes per seed group, `seeds` groups; the suite-shaped result (n,
-    success_rate, stderr, mean_steps, outcomes) plus the success rate of each seed group."""
+                      adapter_kwargs: dict | None = None, first_group: int = 0, evidence: bool = False) -> dict:
+    """Per (benchmark, task): n episodes per seed group, `seeds` groups from `first_group` on; the suite-shaped
+    result (n, success_rate, stderr, mean_steps, outcomes) plus the success rate of each seed group. With
+    `evidence`, each row lists its failed episodes under `failures` (seed, objects at reset, rollout evidence)."""
     from policy.evaluate import success_stats
     from policy.rollout import chunk_fn
 
@@ -156,8 +168,8 @@ def evaluate_external(policy, targets: list[tuple[str, str]], n: int, seeds: int
     suites, everything = [], []
     for benchmark, task in targets:
         gif = Path(gif_dir) / f"{benchmark}_{task}.gif" if gif_dir is not None else None
-        episodes, timing = run_task(act, benchmark, task, episode_seeds(n, seeds), workers=workers, device=device,
-                                    gif=gif, adapter_kwargs=adapter_kwargs)
+        episodes, timing = run_task(act, benchmark, task, episode_seeds(n, seeds, first_group), workers=workers,
+                                    device=device, gif=gif, adapter_kwargs=adapter_kwargs, evidence=evidence)
         everything += episodes
         groups = [episodes[k * n : (k + 1) * n] for k in range(seeds)]
         row = {"family": timing.pop("family"), "suite": f"{benchmark}:{task}",
@@ -168,5 +180,8 @@ def evaluate_external(policy, targets: list[tuple[str, str]], n: int, seeds: int
         if gif is not None:
             row["gif"] = str(gif)
         row.update(phase_fields(episodes))
+        if evidence:
+            row["failures"] = [{"seed": e.seed, "start": e.start, "evidence": e.evidence}
+                               for e in episodes if not e.success]
         suites.append(row)
     return {"suites": suites, "total": success_stats(everything)}

@@ -251,7 +251,7 @@ class MetaWorldAdapter(WorkerAdapter):
 
         goal = next((i for i, o in enumerate(self.objects) if o.pos == "goal"), None)
         self._tracker = PhaseTracker(self.spec.phases, state, obj=0, goal=goal)
-        self._last = self._observe(state)
+        self._last = self._start_obs = self._observe(state)
         return self._last
 
     def _observe(self, s: dict) -> dict:

@@ -45,6 +45,12 @@ well above contact jitter, far below any success threshold (5-7 cm to the goal, 
 CLOSED_OPENING = 0.5
 """finger opening (1 open, 0 closed) under which the jaw counts as closing (`closed_near_object`)"""
 
+SERIES = ("tcp_dist", "rise", "moved", "opening", "grasp", "contact", "goal_dist", "other_contact", "other_moved")
+"""what `PhaseTracker.series` records per state: TCP-object distance, the object's rise over its resting height and
+displacement from its start (m), the finger opening (1 open, 0 closed), both fingers / anything touching the object,
+the object's distance to the goal point (None without one), the first other object the end effector touches (its
+index in the state's objects, None), the largest displacement of any other object from its start (m)"""
+
 LADDERS: dict[str, tuple[str, ...]] = {
     "pick": ("none", "reach", "grasp", "lift", "success"),
     "push": ("none", "reach", "contact", "moved", "success"),
@@ -80,6 +86,10 @@ class PhaseTracker:
         self.min_height = float(self.tcp_start[2] - self.start_pos[2])
         self.final_pos = self.start_pos.copy()
         self.final_goal_dist = self._goal_dist(start)
+        self.others_start = np.delete(np.asarray(start["obj_pos"], dtype=np.float64), obj, axis=0)
+        self.series: dict[str, list] = {k: [] for k in SERIES}
+        """per state (after each executed action): the values `policy.external.evidence` builds a rollout's
+        evidence from"""
 
     def _goal_dist(self, s: dict) -> float | None:
         if self.goal is None:
@@ -108,6 +118,17 @@ class PhaseTracker:
         self.final_goal_dist = self._goal_dist(s)
         near = dist <= REACH_DIST
         self.closed_near |= bool(near and opening < CLOSED_OPENING)
+        allpos = np.asarray(s["obj_pos"], dtype=np.float64)
+        alltouch = np.asarray(s["touch"], dtype=bool)
+        others = [i for i in range(len(allpos)) if i != self.obj]
+        goal_dist = self.final_goal_dist
+        for key, value in (("tcp_dist", dist), ("rise", rise), ("moved", moved), ("opening", opening),
+                           ("grasp", bool(touch[0] and touch[1])), ("contact", bool(touch.any())),
+                           ("goal_dist", goal_dist),
+                           ("other_contact", next((i for i in others if alltouch[i].any()), None)),
+                           ("other_moved", max((float(np.linalg.norm(allpos[i] - self.others_start[k]))
+                                                for k, i in enumerate(others)), default=0.0))):
+            self.series[key].append(value)
         held = {"reach": near, "grasp": bool(touch[0] and touch[1]), "contact": bool(touch.any()),
                 "lift": rise >= LIFT_HEIGHT, "moved": moved >= MOVED_DIST, "success": bool(success)}
         for rung in self.phases[1:]:

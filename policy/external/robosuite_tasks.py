@@ -209,8 +209,8 @@ class RobosuiteAdapter(WorkerAdapter):
         self._steps, self._success, self._gripper_cmd = 0, False, -1.0
         from policy.external.phases import PhaseTracker
 
-        self._tracker = PhaseTracker(self.spec.phases, state, obj=0)
-        self._last = self._observe(state)
+        self._tracker = PhaseTracker(self.spec.phases, state, obj=0, goal=1 if len(self.objects) > 1 else None)
+        self._last = self._start_obs = self._observe(state)
         return self._last
 
     def _static_tokens(self, objects: list[dict], attrs: dict, state: dict) -> None:

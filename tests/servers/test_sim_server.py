@@ -28,6 +28,7 @@ TOOLS = {
     "vary_scene": (True, False, True),
     "domain_randomize_scene": (True, False, True),
     "scene_program": (True, False, True),
+    "proxy_scene": (True, False, True),
     "variation_operators": (True, False, True),
     "scene_objects": (True, False, True),
     "scene_goals": (True, False, True),

@@ -22,6 +22,7 @@ TOOLS = {  # name: (read_only, destructive, idempotent)
     "rollout_keyframe": (True, False, True),
     "start_training": (False, False, False),
     "evaluate": (False, False, False),  # starts a job: not to be retried
+    "evaluate_external": (False, False, False),
     "list_checkpoints": (True, False, True),
     "load_checkpoint": (False, False, True),
     "install_checkpoint": (False, False, True),
@@ -123,7 +124,8 @@ def test_tools_annotations_and_schemas(tmp_path):
             assert empty == {"checkpoints": [], "current_step": None, "has_critic": False}
             scene_id = SceneStore(tmp_path).sample("pick_place", 0).scene_id
             for tool_name, args in (("collect_rollouts", {"scene_ids": [scene_id]}),
-                                    ("evaluate", {"families": ["pick_place"], "n": 1})):
+                                    ("evaluate", {"families": ["pick_place"], "n": 1}),
+                                    ("evaluate_external", {"tasks": ["robosuite:Lift"], "n": 1})):
                 message = await err(c, tool_name, args)
                 assert "no policy yet" in message and "train_sft" in message and "load_checkpoint" in message
             assert (await ok(c, "list_jobs", {}))["result"] == []
@@ -177,6 +179,10 @@ def test_malformed_arguments_name_the_argument(tmp_path):
         ("start_training", {"rollout_ids": ["r-1"], "demo_scene_ids": ["not-a-hash"]}, "demo_scene_ids"),
         ("evaluate", {"families": ["stack"], "suites": ["everything"]}, "suites"),
         ("evaluate", {"families": ["stack"], "n": 0}, "n"),
+        ("evaluate_external", {"tasks": ["robosuite"]}, "tasks"),
+        ("evaluate_external", {"tasks": ["robosuite:Juggle"]}, "tasks"),
+        ("evaluate_external", {"tasks": ["robosuite:Lift"], "n": 0}, "n"),
+        ("evaluate_external", {"tasks": ["robosuite:Lift"], "first_group": -1}, "first_group"),
         ("load_checkpoint", {"tag": "../../etc/passwd"}, "tag"),
         ("get_job", {"job_id": "a/b"}, "job_id"),
         ("wait_job", {"job_id": "x", "timeout_s": 600}, "timeout_s"),

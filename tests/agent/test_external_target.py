@@ -1,0 +1,71 @@
+"""External targets for the loop (`coda run --target external:...`, `Preset.external`): the flag's checks, and a
+tiny run against robosuite (skipped without the external venv) whose probe failures become diagnosed modes with
+verified scenes of this simulator resembling them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from agent.presets import external_tasks, get_preset
+
+
+def test_external_tasks_are_parsed_and_checked():
+    assert external_tasks("robosuite:Lift,Door+metaworld:push-v3") == ["robosuite:Lift", "robosuite:Door",
+                                                                       "metaworld:push-v3"]
+    assert external_tasks("") == [] and get_preset("tiny").external == ""
+    with pytest.raises(ValueError, match="BENCHMARK:TASK"):
+        get_preset("tiny", external="robosuite")
+    with pytest.raises(ValueError, match="external_probe_n must be >= 1"):
+        get_preset("tiny", external="robosuite:Lift", external_probe_n=0)
+
+
+@pytest.mark.parametrize("target, says", [
+    ("robosuite:Lift", "give external:BENCHMARK:TASK"),
+    ("external:robosuite:Juggle", "unknown robosuite task 'Juggle'; valid tasks: Lift"),
+    ("external:gym:CartPole", "unknown external benchmark 'gym'"),
+])
+def test_a_bad_target_is_one_line_and_creates_nothing(tmp_path, target, says):
+    proc = subprocess.run([sys.executable, "-m", "coda.cli", "run", "--preset", "tiny", "--target", target,
+                           "--runs-dir", str(tmp_path / "runs"), "--name", "x"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr and len(proc.stderr.strip().splitlines()) <= 3, proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
+    from policy.external.base import external_venv, has_package
+
+    if not has_package("robosuite"):
+        pytest.skip(f"no external venv with robosuite at {external_venv()} (run scripts/setup --external)")
+    cmd = [sys.executable, "-m", "coda.cli", "run", "--preset", "tiny", "--rounds", "2", "--families",
+           "pick_place,stack", "--target", "external:robosuite:Lift,Stack", "--set",
+           "external_eval_n=3,external_probe_n=3", "--runs-dir", str(tmp_path), "--name", "ext", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert set(summary["external_before_after"]) == {"robosuite:Lift", "robosuite:Stack"}
+    state = json.loads((tmp_path / "ext" / "state.json").read_text())
+    steps = state["steps"]
+    order = state["order"]
+    assert order.index("external.before") < order.index("r0.allocate") and "r1.external" not in order
+    assert order.index("r0.train") < order.index("r0.external") < order.index("r1.allocate")
+    before = {e["suite"]: e for e in steps["external.before"]["result"]}
+    assert all(e["n"] == 3 and "phases" in e for e in before.values())
+    probe = steps["r0.external"]["result"]
+    assert {s["suite"] for s in probe["suites"]} == set(before)
+    failures = sum(round(s["n"] * (1 - s["success_rate"])) for s in probe["suites"])
+    assert len(probe["diagnoses"]) == min(failures, 2 * 3)  # max_diagnoses 3 per task; every one has a scene
+    scenes = {p.stem for p in (tmp_path / "ext" / "scenes").glob("*.json")}
+    for d in probe["diagnoses"]:
+        assert d["scene_id"] in scenes and d["mode_id"] in state["mode_scenes"]
+        assert d["scene_id"] in state["mode_scenes"][d["mode_id"]]
+    # the next round allocates the modes the probe found
+    allocated = set(steps["r1.allocate"]["result"]["per_mode"]) | set(steps["r1.allocate"]["result"].get(
+        "replay_per_mode", {}))
+    assert {d["mode_id"] for d in probe["diagnoses"]} & allocated
