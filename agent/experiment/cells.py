@@ -52,8 +52,9 @@ def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BA
     if meta.exists() and json.loads(meta.read_text()).get("config") != want:
         raise ValueError(f"{d} holds a base policy for another configuration; use another --out")
     if ckpt.exists() and ev.exists():
-        return {"checkpoint": str(ckpt), "eval": json.loads(ev.read_text()),
+        base = {"checkpoint": str(ckpt), "eval": json.loads(ev.read_text()),
                 "seconds": json.loads(meta.read_text()).get("seconds", 0.0)}
+        return {**base, **base_external(d, preset)}
     say(f"base policy {backbone} seed {seed}: SFT on {preset.demos_per_family} demos per family, "
         f"{preset.sft_updates} updates")
     t0 = time.perf_counter()
@@ -73,7 +74,30 @@ def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BA
     write_json(meta, {"config": want, "seconds": seconds})
     write_json(ev, result)
     say(f"base {backbone} seed {seed}: mean OOD {100 * mean_ood(result):.1f}% ({seconds:.0f} s)")
-    return {"checkpoint": str(ckpt), "eval": result, "seconds": seconds}
+    return {"checkpoint": str(ckpt), "eval": result, "seconds": seconds, **base_external(d, preset)}
+
+
+def base_external(d: Path, preset: Preset) -> dict:
+    """With external targets: the base policy on them (`external.json` of the base folder, made once per
+    configuration of tasks and sizes), {"external": rows}; {} without."""
+    from agent.hub import Hub, stdio_specs
+    from agent.loop import run_job
+    from agent.presets import external_tasks
+
+    if not preset.external:
+        return {}
+    want = {"tasks": external_tasks(preset.external), "n": preset.external_eval_n, "seeds": preset.external_eval_seeds}
+    path = d / "external.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("config") == want:
+            return {"external": saved["result"]}
+    say(f"base {d.name}: external targets {', '.join(want['tasks'])}")
+    with Hub([BaseTrainer(spec) for spec in stdio_specs(d, names=("trainer",))]) as hub:
+        hub.call("trainer", "load_checkpoint", {"tag": "base"})
+        result = run_job(hub, "evaluate_external", tasks=want["tasks"], n=want["n"], seeds=want["seeds"])
+    write_json(path, {"config": want, "result": result})
+    return {"external": result}
 
 
 def run_cell(out: Path, method: str, seed: int, preset: Preset, base: dict, *, backbone: str = DEFAULT_BACKBONE,
@@ -89,7 +113,8 @@ def run_cell(out: Path, method: str, seed: int, preset: Preset, base: dict, *, b
     with Hub(stdio_specs(run_dir, extra_args=server_args(base, embedder), robot=preset.robot)) as hub:
         install_base(hub, base)
         loop = CoEvolution(hub, make_roles(backend), run_dir, preset, name, method=get_method(method), seed=seed,
-                           base={"tag": "base", "eval": base["eval"]}, memory_from=memory_from, early_stop=False)
+                           base={"tag": "base", "eval": base["eval"], "external": base.get("external")},
+                           memory_from=memory_from, early_stop=False)
         state = loop.run()
     try:
         from agent.report import write_report

@@ -38,6 +38,29 @@ def paired_ood(before: list[dict], after: list[dict]) -> dict | None:
     return {"points": 100 * sum(diffs) / m, "se": 100 * math.sqrt(sum(ses)) / m, "suites": m}
 
 
+def _mean_rate(rows: list[dict]) -> float:
+    return sum(e["success_rate"] for e in rows) / len(rows) if rows else float("nan")
+
+
+def paired_outcomes(a: dict[str, list], b: dict[str, list]) -> dict | None:
+    """Success of a − b over the same episodes (per task the common prefix of their outcomes; tasks weigh
+    equally), ± the s.e. of the paired difference; None without common outcomes."""
+    diffs, ses = [], []
+    for task, x in a.items():
+        y = b.get(task)
+        if not x or not y:
+            continue
+        k = min(len(x), len(y))
+        d = [int(u) - int(v) for u, v in zip(x[:k], y[:k], strict=True)]
+        mean = sum(d) / k
+        diffs.append(mean)
+        ses.append((sum((v - mean) ** 2 for v in d) / (k - 1) if k > 1 else 0.0) / k)
+    if not diffs:
+        return None
+    m = len(diffs)
+    return {"points": 100 * sum(diffs) / m, "se": 100 * math.sqrt(sum(ses)) / m, "tasks": m}
+
+
 def suite_mean(evals: list[dict], suite: str) -> float:
     xs = [e["success_rate"] for e in evals if e["suite"] == suite]
     return sum(xs) / len(xs) if xs else float("nan")
@@ -101,7 +124,15 @@ def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict 
                "accepted_per_round": [sum(batches[f"r{r}"].values()) for r in rounds],
                "cell_wall_seconds": state.get("wall_seconds"),
                "base_seconds": (base or {}).get("seconds")}
+    external = {}
+    if "external.after" in steps:  # external targets (Preset.external): the benchmark tasks before and after
+        ext_before, ext_after = steps["external.before"]["result"], steps["external.after"]["result"]
+        external = {"external": {e["suite"]: e["success_rate"] for e in ext_after},
+                    "external_before": {e["suite"]: e["success_rate"] for e in ext_before},
+                    "external_mean": _mean_rate(ext_after), "external_mean_before": _mean_rate(ext_before),
+                    "external_outcomes": {e["suite"]: e.get("outcomes") for e in ext_after}}
     return {
+        **external,
         "cell": cell_name(method, seed, backbone), "method": method, "seed": seed, "backbone": backbone,
         "preset": state["preset"], "commit": code_commit(), "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
         "ood": {f: mean_ood(after, f) for f in state["preset"]["families"]},

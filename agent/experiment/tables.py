@@ -64,6 +64,7 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
 
     paired_json, paired_md = paired_between(by_method, order)
     suites_json, suites_md = suite_table(by_method, order)
+    external_json, external_md = external_table(by_method, order)
 
     metric_keys = ("verification_pass_rate", "coverage_entropy_bits", "targeting_precision", "refutation_rate",
                    "accepted", "diagnoses", "shaped_rollouts", "sim_hours_per_1000_accepted",
@@ -136,7 +137,7 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
             "text2potential": t2p_json, "text2potential_md": t2p_md, "backbone_transfer": bb_json,
             "backbone_transfer_md": bb_md, "program_transfer": pt_json, "program_transfer_md": pt_md,
             "families": families, "methods": order, "cells": sorted(c["cell"] for c in cells),
-            "threshold_gain": threshold_gain}
+            "threshold_gain": threshold_gain, "external": external_json, "external_md": external_md}
 
 
 FLOOR, CEILING = 0.05, 0.90
@@ -202,6 +203,40 @@ def paired_between(by_method: dict[str, list[dict]], order: list[str]) -> tuple[
     return out, _md(["difference", *[f"seed {s}" for s in seeds], "pooled"], rows) if rows else "(no paired cells)"
 
 
+def external_table(by_method: dict[str, list[dict]], order: list[str]) -> tuple[dict, str]:
+    """External target tasks (cells run with `Preset.external`): success per task after the rounds (mean ± s.e.
+    over seeds), the mean, the change from the cell's own base, and CoDA − method over the same episodes (pooled
+    over seeds as `paired_between`)."""
+    from agent.experiment.metrics import paired_outcomes
+
+    present = [m for m in order if any("external" in c for c in by_method.get(m, []))]
+    if not present:
+        return {}, "(no external targets)"
+    tasks = list(dict.fromkeys(t for m in present for c in by_method[m] for t in c.get("external", {})))
+    ref = next((m for m in reversed(MAIN) if m in present), present[-1])
+    out, rows = {}, []
+    for m in present:
+        cs = [c for c in by_method[m] if "external" in c]
+        row = {t: mean_se([c["external"].get(t) for c in cs]) for t in tasks}
+        row["mean"] = mean_se([c["external_mean"] for c in cs])
+        row["gain"] = mean_se([c["external_mean"] - c["external_mean_before"] for c in cs])
+        diffs = []
+        for c in cs:
+            a = next((x for x in by_method[ref] if x["seed"] == c["seed"] and "external" in x), None)
+            d = paired_outcomes(a["external_outcomes"], c["external_outcomes"]) if a and m != ref else None
+            if d:
+                diffs.append(d)
+        row["vs_ref"] = ({"points": sum(d["points"] for d in diffs) / len(diffs),
+                          "se": sum(d["se"] ** 2 for d in diffs) ** 0.5 / len(diffs), "seeds": len(diffs)}
+                         if diffs else None)
+        out[m] = row
+        vs = row["vs_ref"]
+        rows.append([m, *[_fmt(*row[t][:2]) for t in tasks], _fmt(*row["mean"][:2]), _fmt(*row["gain"][:2]),
+                     f"{vs['points']:+.1f} ± {vs['se']:.1f}" if vs else "–", row["mean"][2]])
+    return out, _md(["method", *tasks, "mean", "Δ vs own base (pts)", f"{ref} − method (pts, paired)", "seeds"],
+                    rows)
+
+
 def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
     out = Path(out)
     config = json.loads((out / "experiment.json").read_text()) if (out / "experiment.json").exists() else {}
@@ -220,7 +255,9 @@ def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
           t["ood_md"], "", "## Success per family × suite (%, after the rounds, mean over seeds; 'seed' = the base's "
           "seed distribution)", "", t["suites_md"], "",
           "## Paired differences in mean OOD success (points, the same scenes per seed)", "",
-          t["paired_md"], "", "## Data-engine metrics (mean over seeds)", "", t["metrics_md"], "",
+          t["paired_md"], "", *(["## External target tasks (%, the benchmark's own success; never trained on)", "",
+                                  t["external_md"], ""] if t.get("external") else []),
+          "## Data-engine metrics (mean over seeds)", "", t["metrics_md"], "",
           f"## Text2potential ablation (threshold = each seed's base mean OOD + {100 * threshold_gain:.0f} points)",
           "", t["text2potential_md"], "", "## Transfer: memory across backbones", "", t["backbone_transfer_md"], "",
           "## Transfer: generation programs across families (learning progress, points)", "",

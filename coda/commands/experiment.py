@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from coda.cli import emit
+from coda.options import add_target_argument, check_target
 
 
 def seed_list(text: str) -> list[int]:
@@ -47,6 +48,7 @@ def register(sub, name: str) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="change a budget of the preset, e.g. --set targeted_per_family=24,rollouts_per_scene=4 "
                         "(repeatable; keys: agent.presets.SETTABLE)")
+    add_target_argument(p)
     p.add_argument("--resume", action="store_true", help="continue DIR: finished cells are skipped")
     p.add_argument("--transfer", action="store_true",
                    help="also run the transfer cells (backbone memory transfer, program transfer across families)")
@@ -91,6 +93,7 @@ def run(args) -> int:
         return 2
     try:
         preset = experiment_preset(args.preset, **cli_overrides(args))
+        check_target(preset.external)
     except ValueError as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
         return 2
