@@ -69,3 +69,25 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
     allocated = set(steps["r1.allocate"]["result"]["per_mode"]) | set(steps["r1.allocate"]["result"].get(
         "replay_per_mode", {}))
     assert {d["mode_id"] for d in probe["diagnoses"]} & allocated
+
+
+def test_external_table_pairs_the_same_episodes_per_seed():
+    from agent.experiment.metrics import paired_outcomes
+    from agent.experiment.tables import external_table
+
+    def cell(method, seed, lift, door, base=0.0):
+        return {"method": method, "seed": seed, "external": {"robosuite:Lift": sum(lift) / 4,
+                                                            "robosuite:Door": sum(door) / 4},
+                "external_mean": (sum(lift) + sum(door)) / 8, "external_mean_before": base,
+                "external_outcomes": {"robosuite:Lift": lift, "robosuite:Door": door}}
+
+    d = paired_outcomes({"a": [1, 1, 0, 0]}, {"a": [1, 0, 0, 0]})
+    assert d["points"] == 25.0 and d["se"] > 0 and d["tasks"] == 1
+    assert paired_outcomes({"a": [1]}, {"b": [0]}) is None
+    by_method = {"sft": [cell("sft", 0, [0, 0, 0, 0], [0, 0, 0, 0]), cell("sft", 1, [1, 0, 0, 0], [0, 0, 0, 0])],
+                 "coda": [cell("coda", 0, [1, 1, 0, 0], [0, 0, 0, 0]), cell("coda", 1, [1, 0, 0, 0], [1, 0, 0, 0])]}
+    out, md = external_table(by_method, ["sft", "coda"])
+    # seed 0: Lift +50, Door 0 -> +25 points; seed 1: Lift 0, Door +25 -> +12.5; pooled over seeds: +18.75
+    assert out["sft"]["vs_ref"]["points"] == 18.75 and out["sft"]["vs_ref"]["seeds"] == 2
+    assert out["coda"]["vs_ref"] is None and "coda − method" in md
+    assert external_table({"sft": [{"method": "sft", "seed": 0}]}, ["sft"]) == ({}, "(no external targets)")
