@@ -342,6 +342,24 @@ class TrainerService:
         info["checkpoint"] = Path(self.save(f"step{state.step:06d}")).stem
         return info
 
+    def evaluate_external(self, tasks: Sequence[str], n: int, seeds: int = 1, *, first_group: int = 0,
+                          mode: str = "mean", workers: int = 1, evidence: bool = False) -> list[dict]:
+        """The policy on external benchmark tasks ('robosuite:Lift', ...; `policy.external.evaluate`): one row per
+        task in the suite rows' shape; with `evidence`, each row's failed episodes carry their rollout evidence
+        and objects at reset (for the failure critic and scenes aimed at them)."""
+        from policy.external import parse_external
+        from policy.external.base import external_python
+        from policy.external.evaluate import evaluate_external
+
+        targets = parse_external(" ".join(tasks))
+        for benchmark in dict.fromkeys(b for b, _ in targets):
+            external_python(benchmark)  # one line naming scripts/setup --external when the venv is missing
+        with self.lock:
+            state = self.require_state()
+            return evaluate_external(state.policy, targets, n, seeds, critic=state.critic, mode=mode,
+                                     device=state.device, workers=workers, first_group=first_group,
+                                     evidence=evidence)["suites"]
+
     def evaluate(self, families: Sequence[str], suites: Sequence[str], n: int, mode: str = "mean") -> list[dict]:
         with self.lock:
             state = self.require_state()

@@ -15,8 +15,9 @@ other objects moved. From that:
   lifted; `lift_m` the largest rise), `drop` (lifted, then let go and back under half the lift height),
   `collision` (the end effector touched another object before the first grasp) and `displaced` (another object
   moved `phases.MOVED_DIST` before the first grasp);
-- the goal track (TCP distance, lift, distance to the destination) and the objects' facts: category, role, the
-  width across the fingers (twice the smaller horizontal half extent) and height, from the benchmark's own model.
+- the goal track (TCP distance, lift, distance to the destination) and the objects' facts: category, role, height
+  and, for the object the hand must close on (role target), the width across the fingers (twice the smaller
+  horizontal half extent), from the benchmark's own model.
 
 The task facts name the benchmark task as the template (`template_seen` None: a benchmark's instruction has no
 template of this project) with the family's relations counted as seen: an external failure is never blamed on a
@@ -92,8 +93,10 @@ def external_evidence(*, benchmark: str, task: str, family: str, instruction: st
                       tcp_distance=[round(float(v), 4) for v in series["tcp_dist"]],
                       lift=[round(float(v), 4) for v in series["rise"]] if kind == "pick" else [],
                       dest_distance=[round(float(v), 4) for v in series["goal_dist"] if v is not None])
+    # the width across the fingers only for an object the hand closes on (a door's or drawer's body is not grasped)
     facts = [ObjectFacts(name=o.name, category=o.category, role=o.role,
-                         grasp_width=round(2 * min(o.half_extent[0], o.half_extent[1]), 4),
+                         grasp_width=round(2 * min(o.half_extent[0], o.half_extent[1]), 4)
+                         if o.role == "target" else None,
                          height=round(2 * o.half_extent[2], 4)) for o in objects]
     task_facts = TaskFacts(family=family, instruction=instruction, template=f"{benchmark}:{task}", template_seen=None,
                            relations=[goal.split("(")[0]], relations_seen=True, goals=[goal])

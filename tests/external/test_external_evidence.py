@@ -113,3 +113,12 @@ def test_proxy_scene_needs_a_target():
 
     with pytest.raises(ValueError, match="role 'target'"):
         proxy_scene(sample_spec("stack", 0), [{"role": "support", "pos": [0.5, 0, 0], "half_extent": [0.02] * 3}])
+
+
+def test_a_door_body_is_not_a_grasp_width():
+    handle = (0.4, 0.1, 0.25)
+    door = ExternalObjectFacts("door", "articulated", "door", (0.2, 0.2, 0.2))  # far wider than the jaw
+    ev = evidence([state((0.5, 0.0, 0.2), [handle]), state((0.45, 0.05, 0.22), [handle])], [door], [1.0],
+                  kind="open", family="articulated")
+    assert ev.object("door").grasp_width is None
+    assert OfflineCritic().diagnose(ev).factor == "execution"
