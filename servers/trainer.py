@@ -349,12 +349,18 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         """Start a job: success rate per external benchmark task (the benchmark's own simulator and success, in
         its own virtualenv from `scripts/setup --external`), with the phase analysis of its episodes."""
         from policy.external import parse_external
+        from policy.external.base import ExternalUnavailable, external_python
 
         try:
-            parse_external(" ".join(tasks))
+            targets = parse_external(" ".join(tasks))
         except ValueError as exc:
             raise ValueError(f"tasks: {exc}") from None
         policy_required()
+        for benchmark in dict.fromkeys(b for b, _ in targets):
+            try:
+                external_python(benchmark)
+            except ExternalUnavailable as exc:
+                raise ValueError(str(exc)) from None
 
         def run(job: JobHandle):
             rows = []

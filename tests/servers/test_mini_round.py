@@ -158,6 +158,19 @@ def test_mini_round_through_tool_calls(tmp_path):
             # started without --import-checkpoints: nothing to install from, said so (tests/servers/
             # test_trainer_server.py installs a shared base)
             assert "--import-checkpoints" in await err(trainer, "install_checkpoint", {"name": "base"})
+            # an external benchmark task: robosuite in its own venv, or, without that venv, the setup command
+            from policy.external.base import has_package
+
+            if has_package("robosuite"):
+                job = await ok(trainer, "evaluate_external", {"tasks": ["robosuite:Lift"], "n": 1, "evidence": True})
+                done = await finish(trainer, job["job_id"])
+                assert done["state"] == "succeeded", done
+                [row] = done["result"]
+                assert (row["suite"], row["n"], row["family"]) == ("robosuite:Lift", 1, "pick_place")
+                assert len(row["failures"]) == 1 - round(row["success_rate"])
+            else:
+                assert "scripts/setup --external" in await err(trainer, "evaluate_external",
+                                                               {"tasks": ["robosuite:Lift"]})
             listed = {t.name for t in (await trainer.list_tools()).tools}
             assert trainer.called == listed, f"not called over stdio: {listed - trainer.called}"
 
