@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
 
 from servers.contract import STATS_URI
 
@@ -46,6 +48,11 @@ class ToolResult:
     seconds: float = 0.0
 
 
+PASSED_ENV = ("CODA_EXTERNAL_VENV",)
+"""environment variables a server started over stdio gets besides MCP's default few (HOME, PATH, ...): the
+external benchmarks' virtualenv. Nothing else (no API key) reaches the servers."""
+
+
 @dataclass
 class ServerSpec:
     name: str
@@ -60,7 +67,9 @@ class ServerSpec:
             return self.server
         if self.url:
             return self.url
-        return StdioServerParameters(command=self.command or sys.executable, args=self.args)
+        passed = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        env = {**get_default_environment(), **passed} if passed else None
+        return StdioServerParameters(command=self.command or sys.executable, args=self.args, env=env)
 
 
 def stdio_specs(run_dir: Path, names=SERVERS, extra_args: dict[str, list[str]] | None = None,

@@ -91,3 +91,26 @@ def test_external_table_pairs_the_same_episodes_per_seed():
     assert out["sft"]["vs_ref"]["points"] == 18.75 and out["sft"]["vs_ref"]["seeds"] == 2
     assert out["coda"]["vs_ref"] is None and "coda − method" in md
     assert external_table({"sft": [{"method": "sft", "seed": 0}]}, ["sft"]) == ({}, "(no external targets)")
+
+
+def test_servers_get_the_external_venv_but_no_key(monkeypatch, tmp_path):
+    from agent.hub import stdio_specs
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
+    monkeypatch.delenv("CODA_EXTERNAL_VENV", raising=False)
+    assert stdio_specs(tmp_path, names=("trainer",))[0].target().env is None  # MCP's default few variables
+    monkeypatch.setenv("CODA_EXTERNAL_VENV", str(tmp_path / "ext"))
+    env = stdio_specs(tmp_path, names=("trainer",))[0].target().env
+    assert env["CODA_EXTERNAL_VENV"] == str(tmp_path / "ext") and "PATH" in env
+    assert "ANTHROPIC_API_KEY" not in env
+
+
+def test_a_missing_external_venv_is_named_before_a_run_starts(tmp_path):
+    import os
+
+    env = {**os.environ, "CODA_EXTERNAL_VENV": str(tmp_path / "none")}
+    proc = subprocess.run([sys.executable, "-m", "coda.cli", "run", "--preset", "tiny", "--target",
+                           "external:robosuite:Lift", "--runs-dir", str(tmp_path / "runs"), "--name", "x"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and "scripts/setup --external" in proc.stderr, proc.stderr
+    assert not (tmp_path / "runs").exists()
