@@ -48,8 +48,8 @@ class ExternalObject(BaseModel):
     role: Role = Field(description="the object's role in the external task (target, support, receptacle, articulated)")
     pos: tuple[float, float, float] = Field(description="position at reset (x, y, z)")
     half_extent: tuple[float, float, float] = Field(description="half extents (m)")
-    name: str = ""
-    category: str = ""
+    name: str = Field("", description="the benchmark's name for it (informational)")
+    category: str = Field("", description="the nearest category of this project's asset pool (informational)")
 
 
 def proxy_scene(spec: SceneSpec, objects: list[ExternalObject | dict], *, source: str = "", seed: int = 0

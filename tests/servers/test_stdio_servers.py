@@ -41,6 +41,10 @@ def test_every_tool_over_stdio(tmp_path):
             assert (await ok(c, "list_scenes", {}))["total"] == 3
             image = await c.call_tool("render_scene", {"scene_id": made["scene_id"], "size": 64})
             assert not image.is_error and image.content[0].type == "image"
+            spec = (await ok(c, "get_scene", {"scene_id": seed_scene["scene_id"]}))["spec"]
+            proxy = await ok(c, "proxy_scene", {"spec": spec, "source": "robosuite:Lift", "objects": [
+                {"role": "target", "pos": [0.55, 0.02, 0.02], "half_extent": [0.02, 0.02, 0.02]}]})
+            assert proxy["family"] == "pick_place" and proxy["spec_hash"] != seed_scene["scene_id"]
             demo = await ok(c, "run_planner", {"scene_id": seed_scene["scene_id"], "save_trace": True})
             assert demo["trace_id"]
             called["sim"] = names
@@ -94,7 +98,7 @@ def test_every_tool_over_stdio(tmp_path):
         await asyncio.gather(sim_then_verifier(), memory())
 
     run(both())
-    assert len(called["sim"]) == 20 and len(called["verifier"]) == 4 and len(called["memory"]) == 18
+    assert len(called["sim"]) == 21 and len(called["verifier"]) == 4 and len(called["memory"]) == 18
 
 
 def test_mcp_config_commands_start_and_list_tools(tmp_path):
