@@ -127,6 +127,23 @@ def _result_block(call_id: str, hub: Hub, name: str, args: dict) -> tuple[ToolRe
     return ToolResultBlock(tool_use_id=call_id, content=blocks), "ok"
 
 
+def external_step(preset: Preset) -> str:
+    """The round prompt's step for external target tasks (`Preset.external`), or nothing."""
+    if not preset.external:
+        return ""
+    from agent.presets import external_tasks
+
+    tasks = ", ".join(external_tasks(preset.external))
+    return (f"11. External target tasks (evaluated only, never trained on): {tasks}. Before the first round and "
+            f"after the last, `trainer: evaluate_external` them (n {preset.external_eval_n}) and report the "
+            f"success rates. After each round but the last, `trainer: evaluate_external` with evidence true, n "
+            f"{preset.external_probe_n} and first_group 10 + the round; for each failure (at most "
+            f"{preset.max_diagnoses} per task) decide its factor, phase and cause from its evidence, make a scene "
+            "resembling it with `sim: sample_scene` of the task's family and `sim: proxy_scene` (its spec from `sim: get_scene`, objects = the "
+            "failure's start), `sim: create_scene` and `verifier: verify_scene` it, record it, and "
+            "`memory: record_diagnosis` on that scene, so the next round's allocation aims at those modes.\n")
+
+
 def run_autonomous(hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id: str, *, max_turns: int = 60,
                    max_cost: float = 5.0, max_tokens: int = 8000) -> dict:
     backend = getattr(roles.critic, "backend", None)
@@ -139,7 +156,7 @@ def run_autonomous(hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id
     prompt = render_prompt(
         "round", rounds=preset.rounds, families=", ".join(preset.families), max_turns=max_turns,
         demos_per_family=preset.demos_per_family, sft_updates=preset.sft_updates, budget=preset.budget(),
-        max_diagnoses=preset.max_diagnoses)
+        max_diagnoses=preset.max_diagnoses, external=external_step(preset))
     tools = tool_specs(hub)
     messages = [Message.user(prompt)]
     transcript, t0 = [], time.perf_counter()

@@ -73,10 +73,6 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
         return 2
-    if args.mode == "autonomous" and preset.external:
-        print(f"coda {args.command}: --target external:... drives the orchestrated loop; in --mode autonomous the "
-              "LLM calls the trainer's evaluate_external itself (drop --target)", file=sys.stderr)
-        return 2
     if args.mode == "autonomous" and args.backend == "offline":
         print(f"coda {args.command}: --mode autonomous needs an LLM to run the rounds: add --backend anthropic or "
               "--backend openai (the offline roles run with the default --mode orchestrated)", file=sys.stderr)

@@ -114,3 +114,16 @@ def test_a_missing_external_venv_is_named_before_a_run_starts(tmp_path):
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2 and "scripts/setup --external" in proc.stderr, proc.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_autonomous_round_prompt_names_the_external_steps_only_with_targets():
+    from agent.autonomous import external_step
+    from prompts import render_prompt
+
+    def prompt(preset):
+        return render_prompt("round", rounds=1, families="stack", max_turns=9, demos_per_family=1, sft_updates=1,
+                             budget=3, max_diagnoses=2, external=external_step(preset))
+
+    with_targets = prompt(get_preset("tiny", external="robosuite:Lift,Door"))
+    assert "robosuite:Lift, robosuite:Door" in with_targets and "`sim: proxy_scene`" in with_targets
+    assert "evaluate_external" not in prompt(get_preset("tiny"))
