@@ -45,6 +45,8 @@ ARGUMENTS = {
     "sft_updates": "behaviour-cloning updates of the base policy, e.g. 1500",
     "budget": "scenes to generate per round (the generation budget), e.g. 64",
     "max_diagnoses": "most failed rollouts to diagnose per round, e.g. 8",
+    "external": "an extra round step for external target tasks (evaluated only, never trained on), as `coda run "
+                "--target external:...` writes it; empty for none",
     "context": "text appended after the prompt, e.g. the scene or the task at hand",
 }
 """what to pass for each placeholder of the prompts (the MCP prompt argument descriptions)"""

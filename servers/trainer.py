@@ -400,6 +400,6 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         return CheckpointInstalled(tag=tag or name.removesuffix(".pt"), installed=installed,
                                    checkpoints=service.checkpoints())
 
-    load_prompts(mcp, only=("round",))
+    load_prompts(mcp, only=("round",), defaults={"external": str})
     add_completions(mcp, {"scene_id": scenes.ids})
     return mcp
