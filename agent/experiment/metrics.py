@@ -130,7 +130,9 @@ def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict 
         external = {"external": {e["suite"]: e["success_rate"] for e in ext_after},
                     "external_before": {e["suite"]: e["success_rate"] for e in ext_before},
                     "external_mean": _mean_rate(ext_after), "external_mean_before": _mean_rate(ext_before),
-                    "external_outcomes": {e["suite"]: e.get("outcomes") for e in ext_after}}
+                    "external_outcomes": {e["suite"]: e.get("outcomes") for e in ext_after},
+                    "external_phases": {e["suite"]: e["phases"] for e in ext_after if e.get("phases")},
+                    "external_phases_before": {e["suite"]: e["phases"] for e in ext_before if e.get("phases")}}
     return {
         **external,
         "cell": cell_name(method, seed, backbone), "method": method, "seed": seed, "backbone": backbone,

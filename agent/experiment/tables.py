@@ -233,8 +233,40 @@ def external_table(by_method: dict[str, list[dict]], order: list[str]) -> tuple[
         vs = row["vs_ref"]
         rows.append([m, *[_fmt(*row[t][:2]) for t in tasks], _fmt(*row["mean"][:2]), _fmt(*row["gain"][:2]),
                      f"{vs['points']:+.1f} ± {vs['se']:.1f}" if vs else "–", row["mean"][2]])
-    return out, _md(["method", *tasks, "mean", "Δ vs own base (pts)", f"{ref} − method (pts, paired)", "seeds"],
-                    rows)
+    table = _md(["method", *tasks, "mean", "Δ vs own base (pts)", f"{ref} − method (pts, paired)", "seeds"], rows)
+    phases_json, phases_md = external_phase_table(by_method, present, tasks)
+    if phases_json:
+        out["phases"] = phases_json
+        table += "\n\nEpisodes by the furthest phase reached (summed over seeds; the benchmark's own state, " \
+                 "`policy.external.phases`):\n\n" + phases_md
+    return out, table
+
+
+def external_phase_table(by_method: dict[str, list[dict]], present: list[str], tasks: list[str]) -> tuple[dict, str]:
+    """Per task and method, the after-round episodes by their furthest phase (none → reach → … → success) summed
+    over the seeds, with the bases (each seed's before, once) as the first row; ({}, "") where no cell recorded
+    phases (cells from before they were kept)."""
+    def add(total: dict, phases: dict) -> None:
+        for k, v in phases.items():
+            total[k] = total.get(k, 0) + v
+
+    out: dict[str, dict] = {}
+    bases: dict[str, dict] = {}
+    seen: set[int] = set()
+    for m in present:
+        for c in by_method[m]:
+            if c.get("external_phases_before") and c["seed"] not in seen:
+                seen.add(c["seed"])
+                for t, ph in c["external_phases_before"].items():
+                    add(bases.setdefault(t, {}), ph)
+            for t, ph in (c.get("external_phases") or {}).items():
+                add(out.setdefault(m, {}).setdefault(t, {}), ph)
+    if not out:
+        return {}, ""
+    out = {"base (before rounds)": bases, **out} if bases else out
+    rows = [[name, *[", ".join(f"{k} {v}" for k, v in per.get(t, {}).items() if v) or "–" for t in tasks]]
+            for name, per in out.items()]
+    return out, _md(["method", *tasks], rows)
 
 
 def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:

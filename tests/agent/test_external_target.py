@@ -93,6 +93,27 @@ def test_external_table_pairs_the_same_episodes_per_seed():
     assert external_table({"sft": [{"method": "sft", "seed": 0}]}, ["sft"]) == ({}, "(no external targets)")
 
 
+def test_external_phases_are_summed_per_method_with_each_seeds_base_once():
+    from agent.experiment.tables import external_table
+
+    def cell(method, seed, after, before):
+        return {"method": method, "seed": seed, "external": {"robosuite:Lift": 0.0}, "external_mean": 0.0,
+                "external_mean_before": 0.0, "external_outcomes": {"robosuite:Lift": [0, 0]},
+                "external_phases": {"robosuite:Lift": after}, "external_phases_before": {"robosuite:Lift": before}}
+
+    base0, base1 = {"none": 2, "reach": 0}, {"none": 1, "reach": 1}
+    by_method = {"sft": [cell("sft", 0, base0, base0), cell("sft", 1, base1, base1)],
+                 "coda": [cell("coda", 0, {"none": 0, "reach": 2}, base0), cell("coda", 1, {"none": 1, "reach": 1},
+                                                                              base1)]}
+    out, md = external_table(by_method, ["sft", "coda"])
+    assert out["phases"]["base (before rounds)"]["robosuite:Lift"] == {"none": 3, "reach": 1}  # not counted twice
+    assert out["phases"]["coda"]["robosuite:Lift"] == {"none": 1, "reach": 3}
+    assert "| coda | none 1, reach 3 |" in md and "furthest phase" in md
+    old = {m: [{k: v for k, v in c.items() if not k.startswith("external_phases")} for c in cs]
+           for m, cs in by_method.items()}
+    assert "phases" not in external_table(old, ["sft", "coda"])[0]  # cells from before phases were kept
+
+
 def test_servers_get_the_external_venv_but_no_key(monkeypatch, tmp_path):
     from agent.hub import stdio_specs
 
