@@ -23,8 +23,8 @@ same number of ACCEPTED (verified) environments; only the switches of its `Metho
     gen_memory     modes persist across rounds: UCB allocation over all modes seen, their parent scenes, replay
                    (off: a round only acts on the previous round's diagnoses, split evenly)
     train_memory   training programs persist: stored potentials of a mode shape its later scenes and the rollouts of
-                   scenes that have one are trained on again in later rounds (off: this round's rollouts and
-                   programs only)
+                   scenes that have one are trained on again in later rounds where the round update reads
+                   potentials (branch, critic; never under bc) (off: this round's rollouts and programs only)
     update_policy  policy updates between rounds (off: frozen policy; only the value critic learns)
     round_data     the behaviour-cloning data of a round's update
                    base:    planner demonstrations of seed scenes of every family (half the base SFT's number),

@@ -98,8 +98,9 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
     if shaped and all((c.get("preset") or {}).get("round_update") == "bc" for c in shaped):
         t2p_json["measured"] = False
         t2p_md += ("\n\nNot a Text2potential measurement: with the `bc` round update the compiled potentials shape "
-                   "nothing; these rows differ only in that, with potentials, earlier rounds' rollouts in scenes that "
-                   "have one are trained on again (more BC successes): they measure that replay, not shaping (the "
+                   "nothing. Cells run before the loop stopped replaying under `bc` differ only in that, with "
+                   "potentials, earlier rounds' rollouts in scenes that have one were trained on again (more BC "
+                   "successes): they measure that replay, not shaping; later cells train CoDA and sparse alike (the "
                    "threshold is read from the interim evaluations).")
 
     bb = {m: [c for c in cells if c["backbone"] == TRANSFER_BACKBONE and c["method"] == m]

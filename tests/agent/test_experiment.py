@@ -399,7 +399,7 @@ def test_frozen_policy_trains_only_the_critic_and_selects_with_it(runs):
 
 def test_memory_switches_change_allocation_and_training(tmp_path, runs):
     preset = get_preset("tiny", rounds=3, rollouts_per_scene=2, seed_scenes_per_family=3, targeted_per_family=4,
-                        eval_per_suite=1)
+                        eval_per_suite=1, round_update="branch")
     coda, nomem = run_method(tmp_path, "coda", preset), run_method(tmp_path, "no_memory", preset)
     assert coda.steps["r2.allocate"]["result"]["visits_recorded"] is True  # UCB over the memory's modes
     assert nomem.steps["r2.allocate"]["result"]["visits_recorded"] is False  # last round's diagnoses only
@@ -407,6 +407,18 @@ def test_memory_switches_change_allocation_and_training(tmp_path, runs):
     assert coda.steps["r2.train"]["result"]["rollouts_used"] > len(coda.steps["r2.rollouts"]["result"])
     assert nomem.steps["r2.train"]["result"]["reused_potentials"] == 0
     assert nomem.steps["r2.train"]["result"]["rollouts_used"] == len(nomem.steps["r2.rollouts"]["result"])
+
+
+def test_bc_round_update_trains_on_this_rounds_rollouts_only(tmp_path):
+    """Under the `bc` round update nothing reads potentials, so earlier rounds' rollouts in scenes with a potential
+    are not trained on again: CoDA then trains as its sparse ablation does."""
+    preset = get_preset("tiny", rounds=3, rollouts_per_scene=2, seed_scenes_per_family=3, targeted_per_family=4,
+                        eval_per_suite=1, round_update="bc")
+    coda = run_method(tmp_path, "coda", preset)
+    assert coda.steps["r0.compile"]["result"] or coda.steps["r1.compile"]["result"]  # potentials to reuse
+    for r in (1, 2):
+        t = coda.steps[f"r{r}.train"]["result"]
+        assert t["reused_potentials"] == 0 and t["rollouts_used"] == len(coda.steps[f"r{r}.rollouts"]["result"])
 
 
 def test_memory_transfer_replays_another_runs_scenes_without_generation(tmp_path, runs):
