@@ -31,7 +31,7 @@ import numpy as np
 
 from agent.hub import Hub, ToolError
 from agent.methods import CODA, Method
-from agent.presets import Preset, external_tasks
+from agent.presets import EXECUTION_VARIANTS, Preset, external_tasks
 from agent.roles.engine import OfflineEngine, operators_for, program_of
 from agent.roles.factory import Roles
 from agent.runstate import RunState
@@ -312,7 +312,7 @@ class CoEvolution:
             targeted, control = [], []
             for i, (parent, n) in enumerate(parents):  # variants spread over the mode's failing parents
                 t, c = engine.batches(parent, mode["factor"], mode["phase"], n,
-                                      seed=1000 * r + 100_000 * self.seed + 7_919 * i)
+                                      seed=1000 * r + 100_000 * self.seed + 7_919 * i, **self._execution_ops(mode))
                 targeted, control = targeted + t, control + c
             for pair in zip(targeted, control, strict=False):  # interleaved: a cut keeps both batches
                 programs += [(pr, mode_id) for pr in pair]
@@ -328,7 +328,8 @@ class CoEvolution:
             parents = self._mode_parents(mode_id, mode_scenes, left) if left > 0 else []
             for i, (parent, n) in enumerate(parents):
                 made = engine.variants(parent, SCENE_FACTOR_OF[mode["factor"]], n,
-                                       seed=7 * r + 1 + 100_000 * self.seed + 7_919 * i, batch="replay")
+                                       seed=7 * r + 1 + 100_000 * self.seed + 7_919 * i, batch="replay",
+                                       **self._execution_ops(mode))
                 programs += [(pr, mode_id) for pr in made]
         yield from programs
         yield from self._novel(r)
@@ -360,9 +361,16 @@ class CoEvolution:
         return out
 
     def _bc_only(self, mode: dict) -> bool:
-        """An execution mode found by intervention (no factor change helped) gets no scene variants: its units go
-        to novel environments and its failing scenes to the round's BC data (`execution_scenes`)."""
-        return self.method.intervene and mode["factor"] == "execution"
+        """An execution mode found by intervention (no factor change helped) gets no scene variants unless
+        `Preset.execution_variants` names some: its units go to novel environments and its failing scenes to the
+        round's BC data (`execution_scenes`)."""
+        return (self.method.intervene and mode["factor"] == "execution"
+                and EXECUTION_VARIANTS[self.preset.execution_variants] is None)
+
+    def _execution_ops(self, mode: dict) -> dict:
+        """The operators of an execution mode's variants under `Preset.execution_variants` (else the engine's)."""
+        ops = EXECUTION_VARIANTS[self.preset.execution_variants] if mode["factor"] == "execution" else None
+        return {"operators": ops} if ops else {}
 
     def execution_scenes(self, r: int) -> list[str]:
         """Failing scenes cloned from the planner in round r's update, as D_t does for the round's own

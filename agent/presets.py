@@ -18,6 +18,8 @@ ROUND_UPDATES = ("bc", "branch", "critic")
 """the policy updates a round may use (`Preset.round_update`)"""
 INTERVENTIONS = ("resample", "undo")
 """what an intervention variant changes (`Preset.intervention`)"""
+EXECUTION_VARIANTS = {"none": None, "nearby": ("nearby",)}
+"""`Preset.execution_variants` -> the layout operators of an execution mode's targeted batch (None: no batch)"""
 
 
 def external_tasks(text: str) -> list[str]:
@@ -69,6 +71,11 @@ class Preset:
     """what an intervention's variant changes: "resample" (the factor drawn anew) or "undo" (the counterfactual that
     takes the suspected cause away: crowding moved off the task's objects, their own attributes back, a familiar
     template for an unfamiliar task); `coda bench attribution` compares them"""
+    execution_variants: str = "none"
+    """what the data engine generates for an execution mode (found by intervention: no one-factor change turned its
+    failures into successes): "none" — no variants, BC on its scenes' planner demos; "nearby" — targeted batches
+    of near-duplicates of its failing scenes (`sim.engine.variations.nearby`: the task's object 1-3 cm away and
+    slightly turned) against attribute-varied controls, so its difficulty is kept instead of redrawn"""
     critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
     policy_updates: int = POLICY_UPDATES
@@ -133,6 +140,9 @@ class Preset:
             raise ValueError(f"robot must be one of {', '.join(ROBOTS)}, got {self.robot!r}")
         if self.intervention not in INTERVENTIONS:
             raise ValueError(f"intervention must be one of {', '.join(INTERVENTIONS)}, got {self.intervention!r}")
+        if self.execution_variants not in EXECUTION_VARIANTS:
+            raise ValueError(f"execution_variants must be one of {', '.join(EXECUTION_VARIANTS)}, "
+                             f"got {self.execution_variants!r}")
         if self.round_update not in ROUND_UPDATES:
             raise ValueError(f"round_update must be one of {', '.join(ROUND_UPDATES)}, got {self.round_update!r}")
         unknown = set(self.families) - set(FAMILIES)
@@ -198,7 +208,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
     return get_preset(name, **{**EXPERIMENT_OVERRIDES.get(name, {}), **overrides})
 
 
-SETTABLE = ("intervention_variants", "intervention", "demos_per_family", "sft_updates", "base_distribution", "robot",
+SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
             "round_update", "bc_balance", "external_probe_n", "external_eval_n", "external_eval_seeds")

@@ -62,7 +62,8 @@ class Engine(Protocol):
     def seed_programs(self, family: str, n: int, start_seed: int = 0, split: str = "train") -> list[EngineProgram]: ...
 
     def variants(self, spec: SceneSpec, factor: str, n: int, seed: int = 0, phase: str | None = None,
-                 cause: str = "", roles: dict[str, str] | None = None) -> list[EngineProgram]: ...
+                 cause: str = "", roles: dict[str, str] | None = None, batch: str = "targeted",
+                 operators: tuple[str, ...] | None = None) -> list[EngineProgram]: ...
 
 
 def sim_call(hub: Hub | None, server: str, tool: str, **args) -> Any:
@@ -120,11 +121,12 @@ class OfflineEngine:
         parent = spec.spec_hash()
         return [program_of(m, batch, parent=parent, binding=made["roles"]) for m in made["programs"]]
 
-    def batches(self, spec: SceneSpec, diagnosis_factor: str, phase: str, n: int, seed: int = 0
-                ) -> tuple[list[EngineProgram], list[EngineProgram]]:
-        """(targeted, control): vary the diagnosed factor, and for control a different one."""
+    def batches(self, spec: SceneSpec, diagnosis_factor: str, phase: str, n: int, seed: int = 0,
+                operators: tuple[str, ...] | None = None) -> tuple[list[EngineProgram], list[EngineProgram]]:
+        """(targeted, control): vary the diagnosed factor (with `operators` where given), and for control a
+        different one."""
         factor = SCENE_FACTOR[diagnosis_factor]
-        ops = ("rotate", "resample") if diagnosis_factor == "execution" else None
+        ops = operators or (("rotate", "resample") if diagnosis_factor == "execution" else None)
         targeted = self.variants(spec, factor, n, seed, phase=phase, batch="targeted", operators=ops)
         control_factor = CONTROL_FACTOR[factor]
         control = self.variants(spec, control_factor, n, seed + 1, batch="control",
@@ -231,18 +233,21 @@ class LLMEngine:
                              factor=request.factor, operator="llm")
 
     def variants(self, spec: SceneSpec, factor: str, n: int, seed: int = 0, phase: str | None = None,
-                 cause: str = "", roles: dict[str, str] | None = None, batch: str = "targeted"
-                 ) -> list[EngineProgram]:
+                 cause: str = "", roles: dict[str, str] | None = None, batch: str = "targeted",
+                 operators: tuple[str, ...] | None = None) -> list[EngineProgram]:
         mode = f"vary the {factor} factor" + (f" to recreate a {phase}-phase difficulty: {cause}" if phase else "")
+        if operators:
+            mode += f" (variation wanted: {', '.join(operators)})"
         parent = sim_call(self.hub, "sim", "scene_program", spec=spec_json(spec))["source"]
         return [self.write(WriteRequest(family=spec.family, mode=mode, factor=factor, parent_program=parent,
                                         seed=spec.seed + i, batch=batch)).model_copy(
                     update={"parent": spec.spec_hash()}) for i in range(n)]
 
-    def batches(self, spec: SceneSpec, diagnosis_factor: str, phase: str, n: int, seed: int = 0, cause: str = ""
-                ) -> tuple[list[EngineProgram], list[EngineProgram]]:
+    def batches(self, spec: SceneSpec, diagnosis_factor: str, phase: str, n: int, seed: int = 0, cause: str = "",
+                operators: tuple[str, ...] | None = None) -> tuple[list[EngineProgram], list[EngineProgram]]:
+        """As the offline engine's; the model writes its own variation (`operators` only name the wanted kind)."""
         factor = SCENE_FACTOR[diagnosis_factor]
-        targeted = self.variants(spec, factor, n, seed, phase=phase, cause=cause)
+        targeted = self.variants(spec, factor, n, seed, phase=phase, cause=cause, operators=operators)
         control = self.variants(spec, CONTROL_FACTOR[factor], n, seed + 1, batch="control")
         return targeted, control
 

@@ -74,7 +74,7 @@ def sample_programs(family: str, n: int, start_seed: int = 0, split: str = "trai
 def vary_scene(spec: SceneSpec, factor: str, n: int, seed: int = 0, operators: tuple[str, ...] = ("resample",),
                roles: dict[str, str] | None = None, max_tries: int = 4, verify: bool = False) -> Variants:
     """`sim.engine.variations.vary` with the scene's default roles overridden by `roles`."""
-    valid = [*V.OPERATORS[factor], *V.UNDO.get(factor, {})]
+    valid = list(V.operator_table(factor))
     unknown = [o for o in operators if o not in valid]
     if unknown:
         raise ValueError(f"unknown {factor} operators {unknown}; valid: {', '.join(valid)}")

@@ -67,9 +67,12 @@ def half_along(spec: SceneSpec, name: str, direction: np.ndarray) -> float:
     return float((abs(local[0]) * asset.half_extent[0] + abs(local[1]) * asset.half_extent[1]) * a.scale)
 
 
-def is_free(spec: SceneSpec, x: float, y: float, r: float, ignore=(), gap: float = CLEARANCE) -> bool:
-    """A disc of radius r at (x, y) keeps `gap` from every table object not in `ignore`, inside the region."""
-    if not (REGION_LOW[0] - 0.06 <= x <= REGION_HIGH[0] + 0.08 and REGION_LOW[1] - 0.08 <= y <= REGION_HIGH[1] + 0.08):
+def is_free(spec: SceneSpec, x: float, y: float, r: float, ignore=(), gap: float = CLEARANCE,
+            region: bool = True) -> bool:
+    """A disc of radius r at (x, y) keeps `gap` from every table object not in `ignore`, inside the region (unless
+    `region` is False)."""
+    if region and not (REGION_LOW[0] - 0.06 <= x <= REGION_HIGH[0] + 0.08
+                       and REGION_LOW[1] - 0.08 <= y <= REGION_HIGH[1] + 0.08):
         return False
     for p in spec.layout.placements:
         if p.object in ignore or p.support != "table":
@@ -168,6 +171,25 @@ def block_path(spec: SceneSpec, rng, target: str, dest: str, obstacle: str,
             out = with_placement(out, obstacle, x=round(ox, 4), y=round(oy, 4))
             return tagged(out, "layout", "block_path", target=target, obstacle=obstacle)
     raise VariationError(f"no room to put the {obstacle} between the {target} and a moved {dest}")
+
+
+def nearby(spec: SceneSpec, rng, target: str) -> SceneSpec:
+    """The target 1-3 cm away and turned by 0.1-0.35 rad: a near-duplicate of a scene the policy fails in, for
+    failures no single factor explains (execution modes), so their difficulty is kept rather than redrawn."""
+    p = spec.layout.placement(target)
+    if p.support != "table":
+        raise VariationError(f"the {target} does not stand on the table")
+    r = radius(spec, target)
+    fixture = isinstance(assets.get_asset(spec.attributes.of(target).asset), ArticulatedAsset)  # stands off the region
+    for _ in range(8):
+        angle, dist = float(rng.uniform(0, 2 * math.pi)), float(rng.uniform(0.01, 0.03))
+        x, y = p.x + dist * math.cos(angle), p.y + dist * math.sin(angle)
+        if is_free(spec, x, y, r, ignore=(target,), gap=0.005, region=not fixture):
+            turn = float(rng.uniform(0.1, 0.35)) * rng.choice([-1.0, 1.0])
+            yaw = (p.yaw + turn + math.pi) % (2 * math.pi) - math.pi
+            out = with_placement(spec, target, x=round(x, 4), y=round(y, 4), yaw=round(yaw, 4))
+            return tagged(out, "layout", "nearby", target=target)
+    raise VariationError(f"no free spot within 3 cm of the {target}")
 
 
 def resample_layout(spec: SceneSpec, rng, **_) -> SceneSpec:
@@ -379,6 +401,10 @@ UNDO = {"task": {"familiar_task": familiar_task}, "layout": {"declutter": declut
 """factor -> counterfactual operators, which take a suspected cause away instead of adding one; kept apart from
 `OPERATORS` (the data engine's and the uniform baseline's draws) and used by attribution by intervention"""
 
+LOCAL = {"layout": {"nearby": nearby}}
+"""factor -> operators that keep a scene's difficulty (near-duplicates), for execution modes
+(`Preset.execution_variants`); kept apart from `OPERATORS` like `UNDO`"""
+
 
 OPERATORS = {
     "task": {"resample": resample_task, "fewer_goals": fewer_goals, "reword": reword},
@@ -409,10 +435,14 @@ def default_roles(spec: SceneSpec) -> dict[str, str]:
     return roles
 
 
+def operator_table(factor: str) -> dict:
+    """Every operator of a factor by name: `OPERATORS`, then the counterfactual `UNDO` and the `LOCAL` ones."""
+    return {**OPERATORS[factor], **UNDO.get(factor, {}), **LOCAL.get(factor, {})}
+
+
 def apply_operator(name: str, factor: str, spec: SceneSpec, rng, roles: dict[str, str]) -> SceneSpec:
-    """`OPERATORS[factor][name]` (or the counterfactual `UNDO[factor][name]`) with the role-bound objects it
-    takes."""
-    fn = {**OPERATORS[factor], **UNDO.get(factor, {})}[name]
+    """`operator_table(factor)[name]` with the role-bound objects it takes."""
+    fn = operator_table(factor)[name]
     params = inspect.signature(fn).parameters
     kwargs = {k: v for k, v in roles.items() if k in params}
     missing = [p for p, v in params.items() if v.default is inspect.Parameter.empty and p not in ("spec", "rng")

@@ -748,6 +748,29 @@ def test_execution_modes_get_no_scene_variants_and_their_scenes_join_the_bc_data
     assert batches(evidence_only, 1).get("targeted"), "without interventions execution modes get layout variants"
 
 
+def test_nearby_execution_variants_keep_the_failing_scene_close(tmp_path):
+    """With `execution_variants="nearby"` an execution mode gets targeted near-duplicates of its failing scenes
+    (the task's object 1-3 cm away, slightly turned; nothing else changed) against attribute-varied controls."""
+    from sim.spec import SceneSpec
+
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, execution_variants="nearby"),
+                     critic_factor="execution")
+    made = [s for s in run.steps["r1.generate"]["result"] if s["verified"]]
+    targeted = [s for s in made if s["batch"] == "targeted"]
+    assert targeted and any(s["batch"] == "control" for s in made)
+    scenes = {p.stem: SceneSpec.model_validate_json(p.read_text()) for p in (run.run_dir / "scenes").glob("*.json")}
+    by_hash = {spec.spec_hash(): spec for spec in scenes.values()}
+    for s in targeted:
+        new, parent = scenes[s["scene_id"]], by_hash[s["parent"]]
+        assert s["operator"] == "nearby" and new.task == parent.task and new.attributes == parent.attributes
+        moved = [(p, q) for p, q in zip(parent.layout.placements, new.layout.placements, strict=True) if p != q]
+        assert len(moved) == 1
+        (p, q), = moved
+        assert 0.01 - 1e-3 <= math.hypot(q.x - p.x, q.y - p.y) <= 0.03 + 1e-3
+    with pytest.raises(ValueError, match="execution_variants must be one of none, nearby"):
+        replace(PRESET, execution_variants="far")
+
+
 def test_dt_only_drops_the_seed_scene_demos(tmp_path):
     from dataclasses import replace
 

@@ -131,3 +131,36 @@ def test_familiar_task_undoes_an_unseen_template_only(family):
     assert ranges.template_seen(out.task.template) is True
     assert out.layout == unseen[0].layout and out.attributes == unseen[0].attributes
     assert out.meta["operator"] == "familiar_task"
+
+
+@pytest.mark.parametrize("family", ["pick_place", "stack", "articulated", "prep"])
+def test_nearby_moves_the_target_a_little_and_nothing_else(family):
+    """`nearby` (execution modes' near-duplicates): the target 1-3 cm away and turned 0.1-0.35 rad, every other
+    object, the task and the attributes as they were; the scene still verifies; not among the engine's draws."""
+    import math
+
+    from sim.engine.variations import LOCAL, nearby
+
+    done = 0
+    for seed in range(20):
+        spec = sample_spec(family, seed)
+        roles = default_roles(spec)
+        if "target" not in roles or spec.layout.placement(roles["target"]).support != "table":
+            continue
+        out = nearby(spec, np.random.default_rng(seed), roles["target"])
+        assert out.task == spec.task and out.attributes == spec.attributes
+        for p, q in zip(spec.layout.placements, out.layout.placements, strict=True):
+            if p.object != roles["target"]:
+                assert p == q, p.object
+                continue
+            assert 0.01 - 1e-3 <= math.hypot(q.x - p.x, q.y - p.y) <= 0.03 + 1e-3
+            turn = abs((q.yaw - p.yaw + math.pi) % (2 * math.pi) - math.pi)
+            assert 0.1 - 1e-3 <= turn <= 0.35 + 1e-3
+        assert verify_spec(out).passed and out.meta["operator"] == "nearby"
+        done += 1
+        if done == 3:
+            break
+    assert done, f"no {family} scene with a target on the table"
+    assert "nearby" in LOCAL["layout"] and "nearby" not in OPERATORS["layout"]
+    made = vary_scene(spec, "layout", 2, seed=1, operators=("nearby",))
+    assert len(made.programs) == 2 and all(p.operator == "nearby" for p in made.programs)
