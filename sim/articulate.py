@@ -2,7 +2,8 @@
 
 The joint is driven closed-loop on its measured position: each step the gripper target moves the handle a
 bounded increment along the joint (straight for slides, on the arc about the hinge for hinges), so the handle
-leads and the gripper follows.
+leads and the gripper follows. An arm first tries its candidate grasps of the handle in the simulator
+(`_arm_grasp`); the floating gripper takes the level grasp.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ SIDEWAYS = Clearance(hang=0.03, radius=0.08)
 MAX_SLIDE_STEP = 0.035
 MAX_HINGE_STEP = 0.14
 """joint increments per control step (metres, radians)"""
+GOAL_TOL = 0.02
+"""fraction of the joint range within which the joint is at its goal"""
+GRASP_TURNS = (0.0, 0.3, -0.3, 0.6, -0.6, 0.9, -0.9)
+"""turns (radians) of an arm's hand about the handle bar, in the order its grasps are tried: level first"""
 
 
 def _handle_frame(run: Runner, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -61,25 +66,85 @@ def _handle_frame(run: Runner, name: str) -> tuple[np.ndarray, np.ndarray]:
     return quat, front
 
 
+def _arm_grasp(run: Runner, name: str, fraction: float, level: np.ndarray, front: np.ndarray):
+    """(orientation, approach direction) of an arm's grasp of the handle of `name`.
+
+    Candidates, in order: the level grasp `_handle_frame` chose, its twin a half turn about the fingers, then
+    both turned about the bar by `GRASP_TURNS` (a turned hand comes in along its fingers). Each is tried in
+    the simulator from the current state and undone (`_trial`); the first that drives the joint to `fraction`
+    or completes the task is taken, else the one that got closest. A level grasp of a low handle far out can
+    be beyond the wrist's joint range, on the approach or as the hinge turns the hand."""
+    o = run.state.obj(name)
+    bar = run.env.data.xmat[o.moving_body].reshape(3, 3)[:, "xyz".index(o.asset.handle_axis)]
+    lo, hi = o.joint_range
+    frames = [matrix_from_quat(level), matrix_from_quat(level) @ np.diag([-1.0, -1.0, 1.0])]
+    grasps = [(level, front)]
+    for turn in GRASP_TURNS:
+        for i, f in enumerate(frames):
+            if turn or i:
+                t = axis_rotation(bar, turn) @ f
+                grasps.append((quat_from_matrix(t), t[:, 2]))
+    best = (np.inf, level, front)
+    for quat, approach in grasps:
+        left = _trial(run, name, fraction, quat, front, approach) / (hi - lo)
+        if left <= GOAL_TOL:
+            return quat, approach
+        if left < best[0]:
+            best = (left, quat, approach)
+    return best[1:]
+
+
+class _Discard:
+    """A demo that keeps nothing: for trials."""
+
+    def __init__(self):
+        self.observations, self.actions = [], []
+
+
+def _trial(run: Runner, name: str, fraction: float, quat, front, approach) -> float:
+    """How far (joint units) from its goal the joint of `name` ends when the hand grasps its handle at `quat`
+    and drives it to `fraction`; 0 if the task is done. Run in the simulator and undone."""
+    env = run.env
+    start, warnings = env.get_state(), [w.number for w in env.data.warning]
+    for _ in _grasp_and_drive(Runner(env, _Discard(), run.obs), name, fraction, quat, front, approach):
+        pass
+    o = run.state.obj(name)
+    lo, hi = o.joint_range
+    left = 0.0 if env.success() else abs(lo + fraction * (hi - lo) - float(env.data.qpos[o.joint_qpos]))
+    env.set_state(start)
+    for w, n in zip(env.data.warning, warnings, strict=True):  # an unstable trial must not end the episode
+        w.number = n
+    run.state._contact_key = None
+    return left
+
+
 def articulate(run: Runner, name: str, fraction: float) -> Iterator[str]:
     """Grasp the handle of `name` and move its joint to `fraction` of its range, then let go and back off."""
     st = run.state
-    o = st.obj(name)
-    lo, hi = o.joint_range
-    d = run.env.data
-    handle = d.site_xpos[o.handle_site].copy()
-    q0, front = _handle_frame(run, name)
-    yield "approach"
-    run.follow(route(run, handle + front * APPROACH, SIDEWAYS), q0, OPEN, tol=None)  # around an open door
-    run.move(handle + front * 0.004, q0, OPEN, tol=0.008)
-    yield "grasp"
-    run.close_on(name)
-    yield "open" if fraction > (d.qpos[o.joint_qpos] - lo) / (hi - lo) else "close"
-    _drive(run, name, lo + fraction * (hi - lo))
+    quat, front = _handle_frame(run, name)
+    approach = front
+    if st.compiled.gripper.arm is not None:
+        quat, approach = _arm_grasp(run, name, fraction, quat, front)
+    yield from _grasp_and_drive(run, name, fraction, quat, front, approach)
     run.hold(CLOSE, 2)
     yield "release"
     run.hold(OPEN, 3)
     run.move(h.gripper_position(st) + front * 0.08, run.pose()[1], OPEN, tol=0.04)
+
+
+def _grasp_and_drive(run: Runner, name: str, fraction: float, quat, front, approach) -> Iterator[str]:
+    """Come in along `approach` onto the handle of `name` at `quat`, grasp it and move the joint to `fraction`."""
+    o = run.state.obj(name)
+    lo, hi = o.joint_range
+    d = run.env.data
+    handle = d.site_xpos[o.handle_site].copy()
+    yield "approach"
+    run.follow(route(run, handle + approach * APPROACH, SIDEWAYS), quat, OPEN, tol=None)  # around an open door
+    run.move(handle + front * 0.004, quat, OPEN, tol=0.008)
+    yield "grasp"
+    run.close_on(name)
+    yield "open" if fraction > (d.qpos[o.joint_qpos] - lo) / (hi - lo) else "close"
+    _drive(run, name, lo + fraction * (hi - lo))
 
 
 def _drive(run: Runner, name: str, goal: float) -> None:
@@ -93,7 +158,7 @@ def _drive(run: Runner, name: str, goal: float) -> None:
     max_dq = MAX_SLIDE_STEP if slide else MAX_HINGE_STEP
     for _ in range(40):
         q = float(d.qpos[o.joint_qpos])
-        if abs(goal - q) < 0.02 * (hi - lo) or run.done:
+        if abs(goal - q) < GOAL_TOL * (hi - lo) or run.done:
             return
         dq = float(np.clip(goal - q, -max_dq, max_dq))
         grip = h.gripper_position(st)

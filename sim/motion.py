@@ -288,6 +288,14 @@ def finger_top(state: h.SceneState, xy, yaw: float, half_opening: float, skip: s
     return float(_tops_near(obstacle_boxes(state, skip), pts, pad[0]).max())
 
 
+def palm_top(state: h.SceneState, xy, yaw: float, skip: set[str]) -> float:
+    """Highest obstacle top under the palm of a hand at `xy` turned to `yaw` (the palm spans the closing axis)."""
+    along = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
+    hand = hand_of(state)
+    pts = np.array([[xy[0], xy[1], 0.0] + along * t for t in (-hand.palm_span, 0.0, hand.palm_span)])
+    return float(_tops_near(obstacle_boxes(state, skip), pts, hand.palm_radius).max())
+
+
 # --- straight-line motions (no obstacle avoidance) --------------------------------------------------
 # A plain pick-and-place controller that carries objects low and straight. It stands in for a policy that has not
 # learned to go around things: pick the object from above, lift it CARRY metres, carry it in a straight line at

@@ -31,6 +31,7 @@ from sim.motion import (
     hand_of,
     matrix_from_quat,
     palm_floor,
+    palm_top,
     quat_yaw,
     route,
     yaw_quat,
@@ -102,8 +103,8 @@ def grasp_plan(state: h.SceneState, name: str, near: float = 0.0) -> tuple[float
     """(gripper yaw, half opening of the fingers) for grasping `name` at its grasp point.
 
     The fingers close across the object's narrow side (a roundish object: across any side), open only
-    `GRASP_GAP` wider than it; of these, the first whose pads come down clear of the neighbours (an open
-    drawer, the next fruit), else the least obstructed.
+    `GRASP_GAP` wider than it; of these, the first whose pads (and an arm's palm, wider than its fingers) come
+    down clear of the neighbours (an open drawer, the next fruit), else the least obstructed.
     """
     o = state.obj(name)
     hx, hy = o.half_extent[:2]
@@ -117,6 +118,8 @@ def grasp_plan(state: h.SceneState, name: str, near: float = 0.0) -> tuple[float
         across = np.abs(r.T @ [-math.sin(yaw), math.cos(yaw)]) @ [hx, hy]
         opening = min(hand.finger_open, across + GRASP_GAP)
         top = finger_top(state, grasp, yaw, opening, {name})
+        if state.compiled.gripper.arm is not None:  # an arm's hand is wider than its fingers: its palm counts too
+            top = max(top, palm_top(state, grasp, yaw, {name}) - hand.palm_bottom - hand.pad_reach)
         if top <= grasp[2] - hand.pad_reach:
             return yaw, opening
         options.append((top, yaw, opening))
