@@ -16,15 +16,16 @@ def mean_ood(evals: list[dict], family: str | None = None) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
-def paired_ood(before: list[dict], after: list[dict]) -> dict | None:
+def paired_ood(before: list[dict], after: list[dict], suites=OOD_SUITES) -> dict | None:
     """Mean OOD success after − before, paired scene by scene (evaluations of a suite use its first n scenes, so
     the shorter of two evaluations is the common prefix), ± the standard error of the paired difference: each OOD
-    suite weighs equally, as in `mean_ood`. None when the evaluations carry no per-scene outcomes."""
+    suite weighs equally, as in `mean_ood`. `suites` picks others (e.g. `("in", "seed")`). None when the
+    evaluations carry no per-scene outcomes."""
     prior = {(e["family"], e["suite"]): e.get("outcomes") for e in before}
     diffs, ses = [], []
     for e in after:
         a, b = e.get("outcomes"), prior.get((e["family"], e["suite"]))
-        if e["suite"] not in OOD_SUITES or not a or not b:
+        if e["suite"] not in suites or not a or not b:
             continue
         k = min(len(a), len(b))
         d = [int(x) - int(y) for x, y in zip(a[:k], b[:k], strict=True)]
