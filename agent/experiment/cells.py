@@ -3,13 +3,14 @@ the four MCP servers, and the program-transfer cell."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
 from pathlib import Path
 
 from agent.experiment.common import DEFAULT_BACKBONE, cell_name, code_commit, say, write_json
-from agent.experiment.metrics import mean_ood, summarize
+from agent.experiment.metrics import base_mark, mean_ood, same_base, summarize
 from agent.hub import ServerSpec
 from agent.methods import get_method
 from agent.presets import Preset
@@ -53,7 +54,8 @@ def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BA
         raise ValueError(f"{d} holds a base policy for another configuration; use another --out")
     if ckpt.exists() and ev.exists():
         base = {"checkpoint": str(ckpt), "eval": json.loads(ev.read_text()),
-                "seconds": json.loads(meta.read_text()).get("seconds", 0.0)}
+                "seconds": json.loads(meta.read_text()).get("seconds", 0.0), "sha": file_sha(ckpt)}
+        check_cells_base(out, seed, backbone, base)
         return {**base, **base_external(d, preset)}
     say(f"base policy {backbone} seed {seed}: SFT on {preset.demos_per_family} demos per family, "
         f"{preset.sft_updates} updates")
@@ -74,7 +76,27 @@ def ensure_base(out: Path, preset: Preset, seed: int, backbone: str = DEFAULT_BA
     write_json(meta, {"config": want, "seconds": seconds})
     write_json(ev, result)
     say(f"base {backbone} seed {seed}: mean OOD {100 * mean_ood(result):.1f}% ({seconds:.0f} s)")
-    return {"checkpoint": str(ckpt), "eval": result, "seconds": seconds, **base_external(d, preset)}
+    base = {"checkpoint": str(ckpt), "eval": result, "seconds": seconds, "sha": file_sha(ckpt)}
+    check_cells_base(out, seed, backbone, base)
+    return {**base, **base_external(d, preset)}
+
+
+def file_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def check_cells_base(out: Path, seed: int, backbone: str, base: dict) -> None:
+    """Refuse to add cells to a seed whose finished cells started from another base policy (e.g. `base/` lost and
+    retrained on another machine): their paired differences would mix two bases. The base stays saved, so moving
+    those cells aside (or restoring the old `base/` folder) and resuming costs no retraining."""
+    mark = base_mark(base["eval"], base["sha"])
+    other = sorted(p.name for p in (out / "cells").glob(f"*-s{seed}.json")
+                   if (c := json.loads(p.read_text())).get("seed") == seed and c.get("backbone", backbone) == backbone
+                   and ("mean_ood_before" in c or c.get("base_sha")) and not same_base(c, mark))
+    if other:
+        raise ValueError(f"cells {', '.join(other)} of seed {seed} started from another base policy than "
+                         f"{out / 'base' / f'{backbone}-s{seed}'}: move them out of {out / 'cells'} (to rerun them "
+                         f"from this base) or restore the base folder they used, then resume")
 
 
 def base_external(d: Path, preset: Preset) -> dict:

@@ -62,6 +62,21 @@ def paired_outcomes(a: dict[str, list], b: dict[str, list]) -> dict | None:
     return {"points": 100 * sum(diffs) / m, "se": 100 * math.sqrt(sum(ses)) / m, "tasks": m}
 
 
+def base_mark(evals: list[dict], sha: str | None = None) -> dict:
+    """What identifies the base policy a cell started from: its checkpoint's digest where known, and its evaluation
+    before the rounds (`mean_ood_before`, `in_dist_before`, as a cell records them)."""
+    return {"base_sha": sha, "mean_ood_before": mean_ood(evals), "in_dist_before": suite_mean(evals, "in")}
+
+
+def same_base(a: dict, b: dict) -> bool:
+    """Whether two cells (or `base_mark`s) started from the same base policy: by checkpoint digest where both have
+    one, else by their base evaluations (a base retrained on another machine differs: torch's CPU kernels are not
+    bit-identical across processors, and training amplifies the difference)."""
+    if a.get("base_sha") and b.get("base_sha"):
+        return a["base_sha"] == b["base_sha"]
+    return (a.get("mean_ood_before"), a.get("in_dist_before")) == (b.get("mean_ood_before"), b.get("in_dist_before"))
+
+
 def suite_mean(evals: list[dict], suite: str) -> float:
     xs = [e["success_rate"] for e in evals if e["suite"] == suite]
     return sum(xs) / len(xs) if xs else float("nan")
@@ -142,6 +157,7 @@ def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict 
         "ood_before": {f: mean_ood(before, f) for f in state["preset"]["families"]},
         "in_dist": suite_mean(after, "in"), "in_dist_before": suite_mean(before, "in"),
         "mean_ood": mean_ood(after), "mean_ood_before": mean_ood(before), "paired_ood": paired_ood(before, after),
+        "base_sha": (base or {}).get("sha"),
         "curve": [{**c, "mean_ood": mean_ood(c["eval"]), "in_dist": suite_mean(c["eval"], "in")} for c in curve],
         "batches": batches, "metrics": metrics, "eval_after": after,
     }

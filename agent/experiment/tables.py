@@ -16,7 +16,7 @@ from agent.experiment.common import (
     say,
     write_json,
 )
-from agent.experiment.metrics import mean_se, paired_ood, updates_to_threshold
+from agent.experiment.metrics import mean_se, paired_ood, same_base, updates_to_threshold
 from agent.methods import MAIN
 from sim.constants import FAMILIES, SUITES
 
@@ -177,7 +177,8 @@ def suite_table(by_method: dict[str, list[dict]], order: list[str]) -> tuple[dic
 def paired_between(by_method: dict[str, list[dict]], order: list[str]) -> tuple[dict, str]:
     """Mean OOD success of CoDA (the last method of the main table present, else the last in `order`) minus each
     other method, paired scene by scene within a seed (the cells of a seed evaluate the same scenes): per seed the
-    paired difference ± its s.e., and pooled over seeds (mean of the seeds' differences, s.e. from theirs)."""
+    paired difference ± its s.e., and pooled over seeds (mean of the seeds' differences, s.e. from theirs). Cells
+    of a seed that started from different base policies (`same_base`) are not paired."""
     present = [m for m in order if by_method.get(m)]
     if len(present) < 2:
         return {}, "(fewer than two methods)"
@@ -189,7 +190,8 @@ def paired_between(by_method: dict[str, list[dict]], order: list[str]) -> tuple[
         for seed in seeds:
             a = next((c for c in by_method[ref] if c["seed"] == seed), None)
             b = next((c for c in by_method[m] if c["seed"] == seed), None)
-            d = paired_ood(b.get("eval_after", []), a.get("eval_after", [])) if a and b else None
+            d = (paired_ood(b.get("eval_after", []), a.get("eval_after", [])) if a and b and same_base(a, b)
+                 else None)  # cells from different base policies are not paired
             if d:
                 per_seed[seed] = d
         if not per_seed:

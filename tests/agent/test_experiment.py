@@ -893,6 +893,44 @@ def test_tables_pair_methods_on_the_scenes_of_each_seed():
     assert paired_between({"coda": by_method["coda"]}, ["coda"])[0] == {}
 
 
+def test_cells_from_different_base_policies_are_not_paired():
+    """A seed whose base was retrained (another machine's torch kernels) holds cells from two bases: those pairs
+    are left out rather than mixed into the paired difference."""
+    from agent.experiment.tables import paired_between
+
+    def cell(method, seed, outcomes, before):
+        return {"method": method, "seed": seed, "mean_ood_before": before, "in_dist_before": 0.5, "eval_after": [
+            {"family": "stack", "suite": "layouts", "n": 4, "success_rate": outcomes.count("1") / 4,
+             "outcomes": outcomes}]}
+
+    by_method = {"uniform": [cell("uniform", 0, "0000", 0.40), cell("uniform", 1, "0000", 0.41)],
+                 "coda": [cell("coda", 0, "1100", 0.40), cell("coda", 1, "1100", 0.43)]}
+    d = paired_between(by_method, ["uniform", "coda"])[0]["coda - uniform"]
+    assert list(d["per_seed"]) == [0] and d["pooled"]["seeds"] == 1
+    by_method["coda"][1]["base_sha"] = by_method["uniform"][1]["base_sha"] = "ab12"  # digests decide where known
+    assert paired_between(by_method, ["uniform", "coda"])[0]["coda - uniform"]["pooled"]["seeds"] == 2
+
+
+def test_a_retrained_base_refuses_cells_made_from_another(tmp_path):
+    import json
+
+    from agent.experiment.cells import check_cells_base
+    from agent.experiment.metrics import mean_ood
+
+    evals = [{"family": "stack", "suite": s, "n": 4, "success_rate": r, "outcomes": None}
+             for s, r in (("in", 0.5), ("layouts", 0.25))]
+    (tmp_path / "cells").mkdir()
+    ok = {"seed": 3, "backbone": "transformer", "mean_ood_before": mean_ood(evals), "in_dist_before": 0.5}
+    (tmp_path / "cells" / "sft-s3.json").write_text(json.dumps(ok))
+    (tmp_path / "cells" / "program_transfer-s3.json").write_text(json.dumps({"seed": 3}))  # no base evaluation
+    base = {"eval": evals, "sha": "ab12"}
+    check_cells_base(tmp_path, 3, "transformer", base)  # same evaluation: accepted
+    (tmp_path / "cells" / "coda-s3.json").write_text(json.dumps({**ok, "mean_ood_before": 0.3}))
+    with pytest.raises(ValueError, match="coda-s3.json of seed 3 started from another base"):
+        check_cells_base(tmp_path, 3, "transformer", base)
+    check_cells_base(tmp_path, 4, "transformer", base)  # other seeds are not concerned
+
+
 def test_modes_below_the_band_send_their_scenes_to_bc(tmp_path):
     """A mode whose variants all fail (layout variants always fail in the scripted trainer: hardness 0) is below
     the success band: variants teach nothing, so its failing scenes join the next update's planner demos."""
