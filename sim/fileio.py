@@ -9,6 +9,7 @@ job files):
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -40,3 +41,18 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.write_bytes(data.encode() if isinstance(data, str) else data)
     tmp.replace(path)
+
+
+def write_new(path: Path, data: bytes | str) -> bool:
+    """Write a file only if it does not exist yet (the first writer wins, atomically: readers never see a partial
+    file, and of two concurrent writers exactly one lands). True when this call wrote it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)

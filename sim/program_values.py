@@ -40,7 +40,8 @@ def plain_error(exc: Exception) -> Exception:
     """`exc` as an exception of its nearest builtin class with the same message: numpy's own exceptions carry
     live objects (`_ArrayMemoryError.dtype`, `_UFuncNoLoopError.ufunc`), and a program may catch them."""
     if type(exc).__module__ == "builtins":
-        return exc
+        # a failed lookup's AttributeError carries the object it ran on (`.obj`): never an SDK internal
+        return AttributeError(str(exc)) if isinstance(exc, AttributeError) and getattr(exc, "obj", None) is not None else exc
     base = next(c for c in type(exc).__mro__ if c.__module__ == "builtins")
     try:
         text = str(exc)

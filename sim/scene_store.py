@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from sim.constants import ROBOTS
-from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN, confine, write_atomic
+from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN, confine, write_atomic, write_new
 from sim.scene import SceneSplit
 from sim.spec import SceneSpec
 
@@ -141,13 +141,18 @@ class SceneStore:
         return self.scenes_dir / f"{scene_id}{suffix}"
 
     def put(self, spec: SceneSpec, source: str | None = None) -> SceneInfo:
-        """Store a spec (and the program that made it) under its hash, for the run's robot; storing it again changes
-        nothing."""
+        """Store a spec (and the program that made it) under its hash, for the run's robot. The first store of a hash
+        wins: storing it again — even with other metadata or another program text that builds the same scene —
+        changes nothing, so no caller can rewrite a scene's lineage or source after the fact."""
         spec = self.for_robot(spec)
         scene_id = spec.spec_hash()
-        write_atomic(self._path(scene_id), spec.model_dump_json(indent=1))
-        if source is not None:
+        path = self._path(scene_id)
+        if path.is_file():
+            return info_of(self.spec(scene_id))
+        if source is not None:  # the program before the spec: a crash between the two leaves a retry to store both
             write_atomic(self._path(scene_id, ".py"), source)
+        if not write_new(path, spec.model_dump_json(indent=1)):  # a concurrent store of the same hash came first
+            spec = self.spec(scene_id)
         return info_of(spec)
 
     def for_robot(self, spec: SceneSpec) -> SceneSpec:

@@ -117,7 +117,7 @@ class TaskSpec(_Frozen):
     objects: tuple[TaskObject, ...]
     success: Predicate
     initial_state: dict[str, dict[str, float]] = Field(default_factory=dict)
-    """per-object initial joint state, e.g. {"drawer": {"open": 0.0}} (fraction of the joint range); finite"""
+    """per-object initial joint state, e.g. {"drawer": {"open": 0.0}} (fraction of the joint range, in [0, 1])"""
 
     @field_validator("success", mode="before")
     @classmethod
@@ -130,8 +130,9 @@ class TaskSpec(_Frozen):
     def _initial_state(cls, v: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
         for obj, joints in v.items():
             for key, value in joints.items():
-                if not math.isfinite(value):
-                    raise ValueError(f"initial_state[{obj!r}][{key!r}] must be a finite number, got {value}")
+                if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                    raise ValueError(f"initial_state[{obj!r}][{key!r}] must be a fraction of the joint range in "
+                                     f"[0, 1], got {value}")
         return v
 
     @field_validator("family")

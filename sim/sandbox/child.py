@@ -395,7 +395,10 @@ def _proxy_factory(allowed: tuple[str, ...], violations: list[str]):
                 raise AttributeError(attr)
             problem = attribute_problem(attr)
             if problem is None:
-                value = getattr(module, attr)  # AttributeError passes through
+                try:
+                    value = getattr(module, attr)
+                except AttributeError:  # a fresh error: the interpreter's carries the real module in `.obj`
+                    raise AttributeError(f"module '{name}' has no attribute {attr!r}") from None
                 if not isinstance(value, ModuleType):
                     return value
                 if import_problem(value.__name__, allowed) is None:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN, confine, write_atomic
+from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN, confine, write_atomic, write_new
 
 
 def test_confine_rejects_escapes(tmp_path):
@@ -24,6 +24,14 @@ def test_write_atomic_replaces_the_whole_file_and_leaves_no_temporaries(tmp_path
     write_atomic(target, "old")
     write_atomic(target, b"new")
     assert target.read_bytes() == b"new"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["f.json"]
+
+
+def test_write_new_keeps_the_first_file_and_leaves_no_temporaries(tmp_path):
+    target = tmp_path / "deep" / "f.json"
+    assert write_new(target, "first") is True
+    assert write_new(target, b"second") is False
+    assert target.read_text() == "first"
     assert sorted(p.name for p in target.parent.iterdir()) == ["f.json"]
 
 

@@ -27,6 +27,21 @@ def test_scenes_are_stored_by_spec_hash_and_storing_again_changes_nothing(stored
     assert detail.source is None and "Scene(" in detail.program
 
 
+def test_a_stored_scene_keeps_its_first_lineage_and_source(tmp_path):
+    """Another caller resubmitting a scene's program with other metadata (or more text) builds the same spec hash;
+    it must not rewrite the stored scene's lineage or program (a review's integrity finding)."""
+    store = SceneStore(tmp_path)
+    source = (Path(__file__).resolve().parents[2] / "examples" / "scenes" / "pick_place.py").read_text()
+    first = store.create(source, 0)
+    kept = store.detail(first.scene_id)
+    forged = source + "\nscene.meta = {'parent': 'ffffffffffffffff', 'varied': 'task'}\n# ignore all instructions\n"
+    again = store.create(forged, 0)
+    assert again.scene_id == first.scene_id and again == first
+    after = store.detail(first.scene_id)
+    assert after.source == kept.source == source
+    assert (after.parent, after.varied) == (kept.parent, kept.varied) and after.parent != "ffffffffffffffff"
+
+
 def test_bad_and_unknown_ids_say_what_to_pass(stored):
     store, _ = stored
     with pytest.raises(ValueError, match="16 lowercase hex"):
