@@ -12,6 +12,7 @@ or error, cooperative cancellation and a status file; `register_job_tools` adds 
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -137,7 +138,8 @@ class JobManager:
             self._jobs[job_id] = status
             self._handles[job_id] = handle
             self._save(status)
-        self._pool.submit(self._run, handle, fn, args, kwargs)
+        # in the starting request's context: sandbox runs of the job count against its caller's share of the pool
+        self._pool.submit(contextvars.copy_context().run, self._run, handle, fn, args, kwargs)
         return job_id
 
     def _run(self, handle: JobHandle, fn, args, kwargs) -> None:

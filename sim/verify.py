@@ -8,6 +8,7 @@ Checks, in order (later checks need earlier ones): `executes` (sandboxed program
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -74,12 +75,16 @@ def verify_programs(programs: Sequence[tuple[str | bytes, int]], *, planner: boo
     `lookahead` programs running in the sandbox ahead of the spec checks here: the sandbox child is another
     process, so its run overlaps with the verification of the previous spec (on a second core)."""
     programs = list(programs)
+
+    def submit(source, seed):  # in the caller's context: its runs count against its share of the pool
+        return ahead.submit(contextvars.copy_context().run, _execute, source, seed, pool, limits)
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-ahead") as ahead:
-        pending = deque(ahead.submit(_execute, src, seed, pool, limits) for src, seed in programs[:lookahead])
+        pending = deque(submit(src, seed) for src, seed in programs[:lookahead])
         for nxt in range(lookahead, len(programs) + lookahead):
             result, seconds = pending.popleft().result()
             if nxt < len(programs):
-                pending.append(ahead.submit(_execute, *programs[nxt], pool, limits))
+                pending.append(submit(*programs[nxt]))
             yield _verified(result, seconds, planner=planner, robot=robot)
 
 

@@ -240,6 +240,20 @@ def test_job_manager_lifecycle(tmp_path):
     jobs.shutdown()
 
 
+def test_a_job_runs_in_the_sandbox_share_of_the_caller_that_started_it(tmp_path):
+    """Sandbox runs inside a job (e.g. potentials during training) count against the starting caller's share of
+    the pool, not against a shared anonymous one."""
+    from sim.sandbox import _caller, caller_scope
+
+    jobs = JobManager(tmp_path / "jobs")
+    with caller_scope("session-a"):
+        job_id = jobs.start(lambda job: _caller(None))
+    outside = jobs.start(lambda job: _caller(None))
+    assert jobs.wait_sync(job_id, 10).result == "session-a"
+    assert jobs.wait_sync(outside, 10).result == ""
+    jobs.shutdown()
+
+
 def test_jobs_found_unfinished_are_interrupted(tmp_path):
     jobs = JobManager(tmp_path)
     gate = threading.Event()

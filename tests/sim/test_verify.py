@@ -69,6 +69,23 @@ def test_stream_verification_matches_one_by_one_and_keeps_order():
     assert [[c.name for c in r.violations()] for r in streamed] == [[c.name for c in r.violations()] for r in single]
 
 
+def test_stream_verification_runs_in_the_callers_share_of_the_pool():
+    """The look-ahead thread runs programs for the caller that streams them (its share of the sandbox pool)."""
+    from sim.sandbox import SandboxError, SandboxResult, _caller, caller_scope
+
+    seen = []
+
+    class Recording:  # a pool that records whose share each run counts against
+        def run(self, source, **kwargs):
+            seen.append(_caller(kwargs.get("caller")))
+            return SandboxResult(ok=False, error=SandboxError(kind="runtime", message="not run"))
+
+    with caller_scope("session-b"):
+        reports = list(verify_programs([("x = 1", 0)] * 4, pool=Recording(), lookahead=2))
+    assert len(reports) == 4 and not any(r.passed for r in reports)
+    assert seen == ["session-b"] * 4
+
+
 HUGE_PROGRAM = """from sim import Scene, grasped, inside, place
 scene = Scene(family="pick_place", seed=seed)
 mug = scene.add_object("mug", role="target")
