@@ -131,7 +131,7 @@ class TaskSpec(_Frozen):
         for obj, joints in v.items():
             for key, value in joints.items():
                 if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-                    raise ValueError(f"initial_state[{obj!r}][{key!r}] must be a fraction of the joint range in "
+                    raise ValueError(f"initial_state[{obj!r}][{key!r}] must be a finite fraction of the joint range in "
                                      f"[0, 1], got {value}")
         return v
 

@@ -143,7 +143,7 @@ def test_initial_state_must_be_a_fraction_of_the_joint_range(bad):
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         SceneSpec.model_validate(data)
     text = json.dumps(data)  # NaN / Infinity literals, as Python's json writes them
-    with pytest.raises(ValueError, match=r"initial_state\[.*\] must be a fraction of the joint range in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"initial_state\[.*\] must be a finite fraction of the joint range in \[0, 1\]"):
         SceneSpec.model_validate_json(text)
     data["task"]["initial_state"] = {name: {"open": 0.5}}
     assert SceneSpec.model_validate(data).task.initial_state[name]["open"] == 0.5
