@@ -75,7 +75,8 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
     metrics_md = _md(["method", *metric_keys], metric_rows)
 
     t2p_json, t2p_rows = {}, []
-    for m in ("sparse", "potential_from_task", "coda"):
+    # the rows of the Text2potential methods this experiment planned or ran (all three when no plan is given)
+    for m in [m for m in ("sparse", "potential_from_task", "coda") if methods is None or m in methods or by_method.get(m)]:
         cs = by_method.get(m, [])
         reached = [updates_to_threshold(c, threshold_gain)[1] for c in cs]
         hit = [u for u in reached if u is not None]
@@ -90,7 +91,7 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
         upd = "not reached" if v["updates_mean"] is None else f"{v['updates_mean']:.0f}"
         t2p_rows.append([m, f"{v['reached']}/{v['seeds']}", f"{upd} (of {v['max_updates']})",
                          _fmt(*v["final_mean_ood"]), f"{v['shaped_rollouts']:.0f}"])
-    sp, co = t2p_json["sparse"]["updates_mean"], t2p_json["coda"]["updates_mean"]
+    sp, co = (t2p_json.get(m, {}).get("updates_mean") for m in ("sparse", "coda"))
     t2p_json["fewer_updates_with_potential"] = (1 - co / sp) if sp and co is not None else None
     t2p_md = _md(["method", "seeds reaching base + %.0f pts" % (100 * threshold_gain), "policy updates to reach",
                   "final mean OOD", "shaped rollouts per run"], t2p_rows)
@@ -283,6 +284,7 @@ def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
     pending = [cell_name(c["method"], c["seed"], c["backbone"]) for c in planned
                if cell_name(c["method"], c["seed"], c["backbone"]) not in done]
     t["pending_cells"] = pending
+    transfer_cells = [c for c in cells if c["backbone"] != DEFAULT_BACKBONE or c["method"] == "program_transfer"]
     write_json(out / "results.json", {k: v for k, v in t.items() if not k.endswith("_md")})
     md = [f"# Experiment {out.name}", "",
           f"{len(done)} cells finished, {len(pending)} pending" + (f": {', '.join(pending)}" if pending else "") + ".",
@@ -293,10 +295,11 @@ def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
           t["paired_md"], "", *(["## External target tasks (%, the benchmark's own success; never trained on)", "",
                                   t["external_md"], ""] if t.get("external") else []),
           "## Data-engine metrics (mean over seeds)", "", t["metrics_md"], "",
-          f"## Text2potential ablation (threshold = each seed's base mean OOD + {100 * threshold_gain:.0f} points)",
-          "", t["text2potential_md"], "", "## Transfer: memory across backbones", "", t["backbone_transfer_md"], "",
-          "## Transfer: generation programs across families (learning progress, points)", "",
-          t["program_transfer_md"], ""]
+          *([f"## Text2potential ablation (threshold = each seed's base mean OOD + {100 * threshold_gain:.0f} points)",
+             "", t["text2potential_md"], ""] if any(isinstance(v, dict) for v in t["text2potential"].values()) else []),
+          *(["## Transfer: memory across backbones", "", t["backbone_transfer_md"], "",
+             "## Transfer: generation programs across families (learning progress, points)", "",
+             t["program_transfer_md"], ""] if config.get("transfer") or transfer_cells else [])]
     if cells:
         try:
             plot(t, out / "ood_by_method.png")

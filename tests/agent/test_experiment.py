@@ -533,7 +533,8 @@ def test_tables_have_mean_and_standard_error_over_seeds(tmp_path):
     assert n == 3 and m == pytest.approx(0.41) and se == pytest.approx(mean_se([0.40, 0.41, 0.42])[1])
     assert t["ood"]["coda"]["mean"][0] > t["ood"]["uniform"]["mean"][0] > t["ood"]["sft"]["mean"][0]
     md = (out / "results.md").read_text()
-    assert "| coda | 41.0 ± 0.6 |" in md and "pending" in md  # no potential_from_task cells
+    assert "| coda | 41.0 ± 0.6 |" in md
+    assert "potential_from_task" not in md  # neither planned nor run: no row, not a "pending" one
     assert (out / "curves.png").stat().st_size > 1000
     assert (out / "ood_by_method.png").stat().st_size > 1000
     t2p = t["text2potential"]
@@ -543,12 +544,24 @@ def test_tables_have_mean_and_standard_error_over_seeds(tmp_path):
     bc = build_tables([{**c, "preset": {"round_update": "bc"}} for c in
                        (json.loads(p.read_text()) for p in (out / "cells").glob("*.json"))])
     assert bc["text2potential"]["measured"] is False and "shape nothing" in bc["text2potential_md"] and "replay" in bc["text2potential_md"]
+    cells = [json.loads(p.read_text()) for p in (out / "cells").glob("*.json")]
+    planned = build_tables(cells, methods=["sft", "coda", "potential_from_task"])
+    assert "| potential_from_task | pending | pending | pending | pending |" in planned["text2potential_md"]
     assert t["program_transfer"]["pick_place"]["cross_over_within"] == pytest.approx(0.5)
     assert "deepsets on transformer CoDA memory" in md
     # the tables can be rewritten from the cells alone
     (out / "results.md").unlink()
     write_tables(out)
     assert "| coda | 41.0 ± 0.6 |" in (out / "results.md").read_text()
+
+
+def test_tables_leave_out_what_the_experiment_did_not_plan(tmp_path):
+    fake_cell.calls, fake_cell.crash_at = [], None
+    out = tmp_path / "exp"
+    run_experiment(out, ["sft", "uniform"], [0], PRESET, cell_runner=fake_cell)
+    md = (out / "results.md").read_text()
+    assert "## Transfer" not in md and "## Text2potential" not in md and "potential_from_task" not in md
+    assert "| uniform |" in md
 
 
 def test_updates_to_threshold():
