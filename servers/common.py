@@ -35,7 +35,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, EmptyResult, SetLevelRequestParams, ToolAnnotations
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from servers.contract import MAX_IMAGE_BYTES, STATS_URI
 
@@ -104,16 +104,22 @@ class CodaServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError) and str(exc).startswith(f"Error executing tool {name}:"):
-                raise ToolError(f"{name}: {argument_errors(exc.__cause__)}") from exc.__cause__
+                registered = self._tool_manager.get_tool(name)
+                valid = list(registered.fn_metadata.arg_model.model_fields) if registered else None
+                raise ToolError(f"{name}: {argument_errors(exc.__cause__, valid=valid)}") from exc.__cause__
             raise
 
 
-def argument_errors(exc: ValidationError, limit: int = 5) -> str:
+def argument_errors(exc: ValidationError, limit: int = 5, valid: list[str] | None = None) -> str:
     """One line per validation error is too many for a model: 'argument suites[0]: Input should be 'in', ...
-    (got 'ood'); ...' — the argument path, pydantic's message and the value given, at most `limit` of them."""
+    (got 'ood'); ...' — the argument path, pydantic's message and the value given, at most `limit` of them. An
+    argument the tool does not take is named with the ones it does (`valid`)."""
     parts = []
     for e in exc.errors()[:limit]:
         path = "".join(f"[{x}]" if isinstance(x, int) else (f".{x}" if i else str(x)) for i, x in enumerate(e["loc"]))
+        if e["type"] == "extra_forbidden" and len(e["loc"]) == 1 and valid is not None:
+            parts.append(f"argument {path}: not an argument of this tool (its arguments: {', '.join(valid)})")
+            continue
         got = "" if e["type"] == "missing" else f" (got {e['input']!r:.80})"
         parts.append(f"argument {path or '?'}: {e['msg']}{got}")
     more = len(exc.errors()) - limit
@@ -309,6 +315,18 @@ def unexpected_error_text(name: str, exc: Exception) -> str:
             "message and traceback stay in the server's log")
 
 
+def refuse_unknown_arguments(server: MCPServer, name: str) -> None:
+    """A misspelled argument (`sed` for `seed`) is an error naming it, not silently dropped while the tool runs
+    with the default: the registered tool's argument model forbids extra keys (its published schema is unchanged)."""
+    registered = server._tool_manager.get_tool(name)  # the SDK has no public hook for the argument model's config
+    if registered is None:
+        return
+    meta = registered.fn_metadata
+    meta.arg_model = type(meta.arg_model.__name__, (meta.arg_model,),
+                          {"model_config": ConfigDict(**meta.arg_model.model_config, extra="forbid"),
+                           "__module__": meta.arg_model.__module__})
+
+
 def tool_title(name: str) -> str:
     """A tool's title from its name: `create_scene` -> "Create scene"."""
     return name.replace("_", " ").capitalize()
@@ -357,6 +375,7 @@ def tool(server: MCPServer, annotations: ToolAnnotations, *, title: str | None =
         shown = title or tool_title(fn.__name__)
         server.add_tool(wrapper, title=shown, description=" ".join((fn.__doc__ or "").split()),
                         annotations=annotations.model_copy(update={"title": shown}))
+        refuse_unknown_arguments(server, fn.__name__)
         return fn
 
     return decorate

@@ -26,6 +26,7 @@ from sim.slots import line_width, slot_line
 from sim.spec import SceneSpec
 
 PENETRATION_TOL = 0.004
+REACH_X, REACH_Y = (0.2, 0.9), (-0.42, 0.42)  # where a settled object counts as reachable (m)
 """metres of interpenetration tolerated at t = 0"""
 SETTLE_SECONDS = 0.6
 MAX_DRIFT = 0.02
@@ -275,7 +276,7 @@ def _settle(env) -> tuple[CheckResult, CheckResult]:
     idle = np.array([0, 0, 0, 0, 0, 0, -1.0])
     for _ in range(int(round(SETTLE_SECONDS * 10))):
         env.step(idle)
-    moved, msgs, unreachable = [], [], []
+    moved, msgs, unreachable, where = [], [], [], []
     for n in st.names:
         o = st.obj(n)
         if o.articulated:
@@ -292,13 +293,17 @@ def _settle(env) -> tuple[CheckResult, CheckResult]:
         if shift > MAX_DRIFT or tilt > MAX_TILT_CHANGE or fell:
             moved.append(n)
             msgs.append(f"{n} is unstable: it moved {shift * 100:.1f} cm and tipped {tilt:.0f}° while settling")
-        if not (0.2 <= p1[0] <= 0.9 and -0.42 <= p1[1] <= 0.42 and p1[2] > -0.05):
+        if not (REACH_X[0] <= p1[0] <= REACH_X[1] and REACH_Y[0] <= p1[1] <= REACH_Y[1] and p1[2] > -0.05):
             unreachable.append(n)
+            where.append(f"{n} at ({p1[0]:.2f}, {p1[1]:.2f}, {p1[2]:.2f})")
     stable = CheckResult(name="stable", passed=not moved, message="; ".join(msgs), objects=moved)
     reach = CheckResult(
         name="reachable",
         passed=not unreachable,
-        message="" if not unreachable else f"{', '.join(unreachable)} outside the gripper workspace",
+        message="" if not unreachable else (
+            f"{', '.join(where)} after settling, outside the gripper workspace x in [{REACH_X[0]:.2f}, "
+            f"{REACH_X[1]:.2f}] m, y in [{REACH_Y[0]:.2f}, {REACH_Y[1]:.2f}] m (the robot's base at the origin, x "
+            "forward, table top at z = 0)"),
         objects=unreachable,
     )
     return stable, reach

@@ -37,6 +37,7 @@ from sim.sandbox.worker import EXIT_INTERNAL, EXIT_MEMORY, HEADER, error, read_m
 
 RESULT_FD = sandbox_os.RESULT_FD
 REQUEST_FD = sandbox_os.REQUEST_FD
+MESSAGE_CHARS = 2000  # an error message handed back to the caller (longer ones are cut and say so)
 
 # Trusted warm-up for standby children that will run scene programs (a seed scene written by
 # sim.scene.to_program, plus one set_attributes call): see the module docstring.
@@ -289,9 +290,11 @@ def _describe(exc: BaseException, phase: str, violations: list[str], limits: dic
     lineno = frames[-1][0] if frames else None
     where = f"line {lineno}: " if lineno else ""
     try:
-        text = str(exc)[:500]
+        text = str(exc)
     except BaseException:
         text = ""
+    if len(text) > MESSAGE_CHARS:  # marked, never cut silently (a list of valid names must not end mid-word)
+        text = text[:MESSAGE_CHARS] + f"… ({len(text) - MESSAGE_CHARS} more characters)"
     full = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     if violations or isinstance(exc, (SandboxViolation, ForbiddenImport)):
         kind, message = "forbidden", where + (violations[0] if violations else text)
@@ -355,7 +358,15 @@ def _restricted_builtins(allowed: tuple[str, ...], violations: list[str]) -> dic
             module = sys.modules[PROGRAM_MODULES[name.partition(".")[0]]]
         elif target == name and not fromlist and "." in name:
             module = real_import(name, None, None, (), 0)  # the top-level package, as Python does
-        return proxy(module)
+        out = proxy(module)
+        for item in fromlist or ():
+            if item != "*":
+                try:
+                    getattr(out, item)
+                except AttributeError:  # say what the module offers (Python names the facade module instead)
+                    raise ImportError(f"cannot import name {item!r} from '{name}'; '{name}' offers: "
+                                      f"{', '.join(sorted(dir(out)))}") from None
+        return out
 
     def safe_type(obj, *rest):
         if rest:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 
 import pytest
 from mcp import Client
@@ -35,6 +36,17 @@ def listed(tmp_path_factory):
         return out
 
     return asyncio.run(main())
+
+
+def test_the_readme_lists_every_tool_of_every_server(listed):
+    """The README's server table names exactly the tools each server lists (a newcomer found three missing)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for name, got in listed.items():
+        row = re.search(rf"^\| `{name}` \| (.+) \|$", readme, re.M)
+        assert row, f"no README row for the {name} server"
+        documented = set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b|\b(?:evaluate|sdk_reference)\b", row.group(1)))
+        assert {t.name for t in got["tools"]} <= documented, f"{name}: missing from the README"
+        assert documented <= {t.name for t in got["tools"]}, f"{name}: the README names tools the server lacks"
 
 
 def undocumented(schema: dict) -> list[str]:

@@ -34,6 +34,18 @@ def test_annotations_are_read_only(tmp_path):
     run(main())
 
 
+def test_a_misspelled_argument_is_an_error_naming_it_and_the_valid_ones(tmp_path):
+    """`sed` for `seed` used to be dropped silently and the tool ran with seed 0."""
+    async def main():
+        async with Client(build_server(tmp_path)) as c:
+            text = await err(c, "verify_program", {"source": SCENE_PROGRAM, "sed": 1})
+            assert "argument sed: not an argument of this tool (its arguments: source, seed, planner)" in text
+            good = await ok(c, "verify_program", {"source": SCENE_PROGRAM, "seed": 1})
+            assert good["passed"]
+
+    run(main())
+
+
 def test_verify_programs_with_reasons(tmp_path):
     async def main():
         async with Client(build_server(tmp_path)) as c:

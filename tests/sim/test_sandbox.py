@@ -189,6 +189,28 @@ def test_output_over_limit(pool):
     assert res.error.kind == "output"
 
 
+def test_an_unknown_import_name_lists_what_the_module_offers(pool):
+    res = pool.run("from sim import Scene, on_top")
+    assert res.error.kind == "runtime" and "cannot import name 'on_top' from 'sim'" in res.error.message
+    assert "offers:" in res.error.message and " inside, " in res.error.message
+
+
+def test_a_long_error_message_is_cut_and_says_so(pool):
+    res = pool.run("raise ValueError('v' * 5000)")
+    assert res.error.kind == "runtime" and res.error.message.endswith("more characters)") and "…" in res.error.message
+    assert 2000 <= len(res.error.message) < 2100
+
+
+def test_an_unknown_category_lists_every_valid_one(pool):
+    """The asset error names all categories (once cut at 500 characters, mid-word)."""
+    from sim import assets
+
+    res = pool.run("from sim import Scene\nscene = Scene(family='pick_place', seed=0)\n"
+                   "scene.add_object('lemmon', role='target')")
+    assert "did you mean: lemon?" in res.error.message
+    assert res.error.message.rstrip().endswith(list(assets.categories())[-1])
+
+
 def test_bad_finalizer_and_inputs_do_not_raise(pool):
     res = pool.run("result = 1", finalizer="no_such_module_xyz:finalize")
     assert res.error.kind == "crash" and "no_such_module_xyz" in res.error.message

@@ -45,6 +45,15 @@ def test_interpenetration_names_the_objects():
     assert set(bad.objects) == {"mug", "can"}
 
 
+def test_an_unreachable_object_is_reported_with_where_it_is_and_the_workspace():
+    spec = sample_spec("pick_place", 0)
+    data = spec.model_dump(mode="json")
+    data["layout"]["placements"][0]["x"] = 1.5
+    report = verify_spec(data)
+    check = next(c for c in report.checks if c.name == "reachable")
+    assert not check.passed and "at (1.50," in check.message and "x in [0.20, 0.90] m" in check.message
+
+
 def test_invalid_spec_dict_is_reported_not_raised():
     spec = sample_spec("pick_place", 0).model_dump(mode="json")
     spec["attributes"]["objects"][0]["mass"] = -1.0
