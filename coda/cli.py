@@ -62,11 +62,23 @@ def emit(payload, as_json: bool) -> None:
     if isinstance(payload, dict):
         width = max((len(str(k)) for k in payload), default=0)
         for key, value in payload.items():
-            if isinstance(value, float):
-                value = f"{value:.4g}"
-            print(f"{str(key).ljust(width)}  {value}")
+            if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                print(str(key))  # a table: one row per item
+                for row in value:
+                    print("  " + "  ".join(f"{k}={_plain(v)}" for k, v in row.items()))
+                continue
+            print(f"{str(key).ljust(width)}  {_plain(value)}")
     else:
         print(payload)
+
+
+def _plain(value) -> str:
+    """A value as a person reads it: floats to 4 digits, lists comma-separated."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    return str(value)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,3 +54,11 @@ def test_bad_input_one_line_nonzero_nothing_created(argv, words, tmp_path):
         assert word in lines[0], lines[0]
     assert "--api-key" not in lines[0]  # no flag the CLI does not have
     assert set(tmp_path.rglob("*")) == before  # no run folder, store or file as a side effect
+
+
+def test_human_output_prints_tables_and_lists_plainly(capsys):
+    from coda.cli import emit
+
+    emit({"name": "mug", "size_m": [0.06, 0.123456], "instance_ids": [{"id": "mug/000", "split": "train"}]}, False)
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["name          mug", "size_m        0.06, 0.1235", "instance_ids", "  id=mug/000  split=train"]
