@@ -1,4 +1,4 @@
-"""A′ − A of replicate v1 (PROTOCOL.md): two runs of grid v2's coda-s4, in-distribution and OOD.
+"""A′ − A of replicate v1 (PROTOCOL.md): grid v2's coda cells run again, in-distribution and OOD.
 
     .venv/bin/python experiments/replicate_v1/analyze.py
 """
@@ -29,18 +29,24 @@ def differing(a: list[dict], b: list[dict]) -> tuple[int, int]:
 
 
 def main() -> None:
-    a = cell(HERE.parent / "grid_v2" / "cells" / "coda-s4.json")
-    a2 = cell(HERE / "cells" / "coda-s4.json")
-    b5 = cell(HERE.parent / "rounds_v1" / "cells" / "coda-s4.json")
-    out = {"A' - A in-distribution (in, seed)": paired_ood(a, a2, suites=("in", "seed")),
-           "A' - A mean OOD": paired_ood(a, a2),
-           "rounds_v1 B - A' in-distribution (same machine)": paired_ood(a2, b5, suites=("in", "seed")),
-           "rounds_v1 B - A' mean OOD (same machine)": paired_ood(a2, b5)}
-    for k, v in out.items():
-        print(f"{k}: {v['points']:+.1f} ± {v['se']:.1f}")
-    d, n = differing(a, a2)
-    out["episodes differing A' vs A"] = {"differ": d, "paired": n}
-    print(f"episodes differing A' vs A: {d} of {n}")
+    out: dict = {}
+    for seed in (5, 4):
+        if not (HERE / "cells" / f"coda-s{seed}.json").exists():
+            continue
+        a = cell(HERE.parent / "grid_v2" / "cells" / f"coda-s{seed}.json")
+        a2 = cell(HERE / "cells" / f"coda-s{seed}.json")
+        b5 = cell(HERE.parent / "rounds_v1" / "cells" / f"coda-s{seed}.json")
+        row = {"A' - A in-distribution (in, seed)": paired_ood(a, a2, suites=("in", "seed")),
+               "A' - A mean OOD": paired_ood(a, a2),
+               "rounds_v1 B - A' in-distribution (same machine)": paired_ood(a2, b5, suites=("in", "seed")),
+               "rounds_v1 B - A' mean OOD (same machine)": paired_ood(a2, b5)}
+        print(f"seed {seed}")
+        for k, v in row.items():
+            print(f"  {k}: {v['points']:+.1f} ± {v['se']:.1f}")
+        d, n = differing(a, a2)
+        row["episodes differing A' vs A"] = {"differ": d, "paired": n}
+        print(f"  episodes differing A' vs A: {d} of {n}")
+        out[f"seed {seed}"] = row
     (HERE / "analysis.json").write_text(json.dumps(out, indent=1))
 
 
