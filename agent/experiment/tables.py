@@ -198,13 +198,18 @@ def paired_between(by_method: dict[str, list[dict]], order: list[str]) -> tuple[
         if not per_seed:
             continue
         k = len(per_seed)
-        pooled = {"points": sum(d["points"] for d in per_seed.values()) / k,
-                  "se": sum(d["se"] ** 2 for d in per_seed.values()) ** 0.5 / k, "seeds": k}
+        points = [d["points"] for d in per_seed.values()]
+        pooled = {"points": sum(points) / k, "se": sum(d["se"] ** 2 for d in per_seed.values()) ** 0.5 / k, "seeds": k,
+                  # the spread of the seeds' differences: it also holds what the episodes' s.e. leaves out (another
+                  # base per seed, and two runs of one cell landing apart on different machines)
+                  "se_between_seeds": mean_se(points)[1] if k > 1 else None}
         out[f"{ref} - {m}"] = {"per_seed": per_seed, "pooled": pooled}
+        between = pooled["se_between_seeds"]
         rows.append([f"{ref} − {m}", *[(f"{per_seed[s]['points']:+.1f} ± {per_seed[s]['se']:.1f}" if s in per_seed
                                         else "–") for s in seeds],
-                     f"**{pooled['points']:+.1f} ± {pooled['se']:.1f}**"])
-    return out, _md(["difference", *[f"seed {s}" for s in seeds], "pooled"], rows) if rows else "(no paired cells)"
+                     f"**{pooled['points']:+.1f} ± {pooled['se']:.1f}**", "–" if between is None else f"± {between:.1f}"])
+    return out, (_md(["difference", *[f"seed {s}" for s in seeds], "pooled (± episodes' s.e.)", "± s.e. over seeds"],
+                     rows) if rows else "(no paired cells)")
 
 
 def external_table(by_method: dict[str, list[dict]], order: list[str]) -> tuple[dict, str]:

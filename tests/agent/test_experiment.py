@@ -903,6 +903,8 @@ def test_tables_pair_methods_on_the_scenes_of_each_seed():
     assert d["pooled"]["points"] == 25.0 and d["pooled"]["seeds"] == 2
     assert abs(d["pooled"]["se"] - math.sqrt(d["per_seed"][0]["se"] ** 2) / 2) < 1e-9  # seed 1: no variance
     assert "coda − uniform" in md and "+25.0" in md
+    # the seeds' differences 50 and 0 spread by 25 points of s.e., far more than the episodes' s.e. says
+    assert d["pooled"]["se_between_seeds"] == 25.0 and "± 25.0 |" in md
     assert paired_between({"coda": by_method["coda"]}, ["coda"])[0] == {}
 
 
