@@ -64,7 +64,8 @@ def parse_predicate(text: str) -> Predicate:
         try:
             tree = ast.parse(text, mode="eval")
         except SyntaxError as exc:
-            raise ValueError(f"predicate is neither JSON nor SDK syntax: {exc.msg} at column {exc.offset}") from None
+            where = f"at column {exc.offset}" if exc.offset else "at the end (the expression stops too early)"
+            raise ValueError(f"predicate is neither JSON nor SDK syntax: {exc.msg} {where}") from None
         calls = sum(isinstance(n, ast.Call) for n in ast.walk(tree))  # ast.walk is iterative
         if calls > MAX_PREDICATE_ATOMS:
             raise ValueError(f"success predicate has more than the limit of {MAX_PREDICATE_ATOMS} atoms")

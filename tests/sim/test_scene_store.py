@@ -76,3 +76,12 @@ def test_run_planner_refuses_a_scene_that_fails_verification(tmp_path):
     assert summary.failure.startswith("the scene fails verification") and "collision_free" in summary.failure
     good = store.sample("pick_place", 0)
     assert store.run_planner(good.scene_id).success
+
+
+def test_a_predicate_that_stops_too_early_says_so():
+    from sim.checks import parse_predicate
+
+    with pytest.raises(ValueError, match=r"at the end \(the expression stops too early\)"):
+        parse_predicate("inside(lemon, pot) &")
+    with pytest.raises(ValueError, match="at column 22"):
+        parse_predicate("inside(lemon, pot) & (")
