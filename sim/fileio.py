@@ -35,20 +35,23 @@ def confine(run_dir: Path, relative: str, what: str = "path") -> Path:
     return target
 
 
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write a file so that readers see the old or the new content, never a partial one."""
+def _staged(path: Path, data: bytes | str) -> Path:
+    """`data` written to a temporary file beside `path` (same directory, so a rename or link is atomic)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-    tmp.replace(path)
+    return tmp
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write a file so that readers see the old or the new content, never a partial one."""
+    _staged(path, data).replace(path)
 
 
 def write_new(path: Path, data: bytes | str) -> bool:
     """Write a file only if it does not exist yet (the first writer wins, atomically: readers never see a partial
     file, and of two concurrent writers exactly one lands). True when this call wrote it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    tmp = _staged(path, data)
     try:
         os.link(tmp, path)
         return True
