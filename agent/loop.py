@@ -84,7 +84,7 @@ class CoEvolution:
 
     def __init__(self, hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id: str, *,
                  method: Method = CODA, seed: int = 0, base: dict | None = None, memory_from: Path | None = None,
-                 early_stop: bool = True):
+                 early_stop: bool = True, shared_round0: dict | None = None):
         if not 0 <= seed <= 9:
             raise ValueError(f"seed must be in 0..9 (scene seeds of runs must stay apart), got {seed}")
         if method.generation == "memory" and memory_from is None:
@@ -94,6 +94,9 @@ class CoEvolution:
         self.operators = OfflineEngine(hub=hub)
         """the sim's own variation operators, for interventions: a measurement, whoever writes the round's scenes"""
         self.method, self.seed, self.base, self.early_stop = method, seed, base, early_stop
+        self.shared_round0 = shared_round0
+        """{"train": round 1's training result in a shared run, "eval": its evaluation} (`agent.experiment.shared`):
+        this run's round-1 update loads that checkpoint instead of training when its arguments are the same"""
         self.source = json.loads(Path(memory_from).read_text())["steps"] if memory_from else None
         self.run_dir = Path(run_dir)
         self.state = RunState(self.run_dir)
@@ -119,20 +122,7 @@ class CoEvolution:
         say(f"run {self.run_id}: method {m.name}, seed {self.seed}, preset {p.name}, families "
             f"{', '.join(p.families)}, backend {self.roles.backend}")
         t0 = time.perf_counter()
-        if self.base is not None:
-            self.state.step("seed.sft", lambda: {"shared_base": self.base["tag"], **self.call(
-                "trainer", "load_checkpoint", tag=self.base["tag"])})
-            say(f"base policy loaded (shared checkpoint {self.base['tag']})")
-            self.state.step("eval.before", lambda: self.base["eval"])
-        else:
-            self.state.step("seed.sft", lambda: self.job(
-                "train_sft", families=list(p.families), demos_per_family=p.demos_per_family, updates=p.sft_updates,
-                distribution=p.base_distribution, robot=p.robot))
-            say("base policy trained (SFT on planner demonstrations)")
-            self.state.step("eval.before", lambda: self.evaluate("mean"))
-        if p.external:
-            self.state.step("external.before", lambda: (self.base or {}).get("external") or self.external_eval(
-                p.external_eval_n, p.external_eval_seeds, mode="mean"))
+        self.start()
         for r in range(p.rounds if m.rounds else 0):
             self.round(r)
             if self.early_stop and m.critic and r > 0 and not self.state.result(f"r{r}.modes")["in_band"]:
@@ -149,10 +139,41 @@ class CoEvolution:
             self.state.step("external.after", lambda: self.state.result("external.before") if not rounds
                             else self.external_eval(p.external_eval_n, p.external_eval_seeds))
         self.state.step("export", lambda: self.call("memory", "export_memory", directory="exports/memory"))
+        self.finish(t0)
+        return self.state.data
+
+    def first_round(self) -> dict:
+        """The base policy and round 1 only (no final evaluation, no export): a shared round 1 (`agent.experiment.
+        shared`) that the cells of several methods start from."""
+        say(f"run {self.run_id}: round 1 of method {self.method.name}, seed {self.seed}, preset {self.preset.name}")
+        t0 = time.perf_counter()
+        self.start()
+        self.round(0)
+        self.finish(t0)
+        return self.state.data
+
+    def finish(self, t0: float) -> None:
         self.state.set("wall_seconds", self.state.get("wall_seconds", 0.0) + time.perf_counter() - t0)
         self.state.set("mcp_seconds", self.state.get("mcp_seconds", 0.0) + self.hub.overhead_seconds())
         self.save_ledger()
-        return self.state.data
+
+    def start(self) -> None:
+        """The base policy (trained, or the shared checkpoint loaded) and its evaluation before the rounds."""
+        p = self.preset
+        if self.base is not None:
+            self.state.step("seed.sft", lambda: {"shared_base": self.base["tag"], **self.call(
+                "trainer", "load_checkpoint", tag=self.base["tag"])})
+            say(f"base policy loaded (shared checkpoint {self.base['tag']})")
+            self.state.step("eval.before", lambda: self.base["eval"])
+        else:
+            self.state.step("seed.sft", lambda: self.job(
+                "train_sft", families=list(p.families), demos_per_family=p.demos_per_family, updates=p.sft_updates,
+                distribution=p.base_distribution, robot=p.robot))
+            say("base policy trained (SFT on planner demonstrations)")
+            self.state.step("eval.before", lambda: self.evaluate("mean"))
+        if p.external:
+            self.state.step("external.before", lambda: (self.base or {}).get("external") or self.external_eval(
+                p.external_eval_n, p.external_eval_seeds, mode="mean"))
 
     def evaluate(self, mode: str | None = None, n: int | None = None) -> list[dict]:
         p = self.preset
@@ -252,7 +273,9 @@ class CoEvolution:
         if p.external and m.critic and not last:
             st.step(f"r{r}.external", lambda: self.external_targets(r))
         st.step(f"r{r}.modes", lambda: self.mode_summary(r))
-        st.step(f"r{r}.eval", lambda: self.evaluate(n=None if last else p.interim_eval_per_suite or None))
+        shared = st.result(f"r{r}.train").get("shared_round0")  # the shared round's policy: its evaluation
+        st.step(f"r{r}.eval", lambda: self.shared_round0["eval"] if shared else self.evaluate(
+            n=None if last else p.interim_eval_per_suite or None))
         self.save_ledger()
 
     # --- allocation and generation ----------------------------------------------------------------
@@ -777,14 +800,23 @@ class CoEvolution:
         bc_scenes = list(dict.fromkeys(planned))[: 4 * MAX_BATCH] if args["policy_updates"] else []
         if bc_scenes:
             args["demo_scene_ids"] = bc_scenes
-        info = self.job("start_training", potential_programs={**reused, **fresh}, **args)
+        args["potential_programs"] = {**reused, **fresh}
+        digest = hashlib.sha256(json.dumps(args, sort_keys=True).encode()).hexdigest()[:16]
+        shared = (self.shared_round0 or {}).get("train") if r == 0 else None
+        if shared and shared.get("args_digest") == digest:  # the same update, already made once for this seed
+            self.call("trainer", "load_checkpoint", tag=shared["checkpoint"])
+            say(f"  round-1 update shared: checkpoint {shared['checkpoint']} of the shared round")
+            return {**shared, "shared_round0": True}
+        if shared:
+            say("  round-1 training arguments differ from the shared round's: training here")
+        info = self.job("start_training", **args)
         if info.get("potential_failures"):  # a mode's potential that does not fit one of its scenes: unshaped there
             say(f"  {len(info['potential_failures'])} potential program(s) failed on their scene; those rollouts "
                 "trained unshaped")
         return {**info, "rollouts_used": len(args["rollout_ids"]), "fresh_potentials": len(fresh),
                 "reused_potentials": len(reused), "policy_updates": args["policy_updates"],
                 "critic_updates": critic_updates,
-                "bc_scenes": len(bc_scenes)}
+                "bc_scenes": len(bc_scenes), "args_digest": digest}
 
     def _bc_scenes(self, compiled: dict) -> list[str]:
         """Targeted scene ids of this round's modes compiled to BC (at most MAX_BATCH, in mode order): the trainer

@@ -93,6 +93,14 @@ class Method:
         """Generation follows the critic's difficulty modes."""
         return self.generation == "diagnosis"
 
+    @property
+    def shares_round0(self) -> bool:
+        """Round 1 is the common one (novel seed scenes, the base's sampled rollouts, evaluation by the policy
+        mean), so an experiment may run it once per seed (`Preset.share_round0`); whether the update is the same
+        is checked by its arguments when the cell gets there."""
+        return self.rounds and self.update_policy and self.select == "mean" and self.generation in (
+            "diagnosis", "uniform", "success")
+
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -119,6 +119,10 @@ class Preset:
     """balance a round's BC data by family (`policy.train.balance_families`, the trainer's `balance_families`): the
     default by round decision v5 (`coda bench round --family all`, experiments/round_decision_v5: +3.4 ± 1.4
     points in-distribution over the unbalanced D_t mix, 400 paired scenes, 2 seeds × 3 replicates)"""
+    share_round0: bool = False
+    """experiments only (`coda experiment`): run round 1 once per seed and let every method whose round 1 is that
+    same computation (novel seed scenes, the base's rollouts, one update; `Method.shares_round0`) start from a copy
+    of it (`agent.experiment.shared`); a cell whose round-1 training arguments differ trains itself. Protocol v2.1"""
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -211,7 +215,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance", "external_probe_n", "external_eval_n", "external_eval_seeds")
+            "round_update", "bc_balance", "share_round0", "external_probe_n", "external_eval_n", "external_eval_seeds")
 """the budget fields `--set` may change"""
 
 

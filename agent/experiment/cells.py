@@ -132,11 +132,18 @@ def run_cell(out: Path, method: str, seed: int, preset: Preset, base: dict, *, b
 
     name = cell_name(method, seed, backbone)
     run_dir = out / "runs" / name
+    shared = None
+    if preset.share_round0 and get_method(method).shares_round0:
+        from agent.experiment.shared import adopt_round0, ensure_round0
+
+        shared = ensure_round0(out, preset, seed, base, backbone=backbone, embedder=embedder, backend=backend)
+        if adopt_round0(run_dir, shared):
+            say(f"{name} starts from the shared round 1 of seed {seed}")
     with Hub(stdio_specs(run_dir, extra_args=server_args(base, embedder), robot=preset.robot)) as hub:
         install_base(hub, base)
         loop = CoEvolution(hub, make_roles(backend), run_dir, preset, name, method=get_method(method), seed=seed,
                            base={"tag": "base", "eval": base["eval"], "external": base.get("external")},
-                           memory_from=memory_from, early_stop=False)
+                           memory_from=memory_from, early_stop=False, shared_round0=shared)
         state = loop.run()
     try:
         from agent.report import write_report
@@ -144,7 +151,7 @@ def run_cell(out: Path, method: str, seed: int, preset: Preset, base: dict, *, b
         write_report(state, run_dir)
     except Exception as exc:  # noqa: BLE001 - the report is a convenience; the cell result is what counts
         say(f"report of {name} not written: {exc}")
-    result = summarize(state, method=method, seed=seed, backbone=backbone, base=base)
+    result = summarize(state, method=method, seed=seed, backbone=backbone, base=base, shared=shared)
     write_json(out / "cells" / f"{name}.json", result)
     return result
 

@@ -108,7 +108,8 @@ def targeting_precision(rollouts: list[dict], diagnoses: list[dict]) -> float | 
     return hits / judged if judged else None
 
 
-def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict | None = None) -> dict:
+def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict | None = None,
+              shared: dict | None = None) -> dict:
     from agent.report import run_metrics
 
     steps = state["steps"]
@@ -139,7 +140,9 @@ def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict 
                "reused_potentials": sum(t.get("reused_potentials", 0) for t in trains),
                "accepted_per_round": [sum(batches[f"r{r}"].values()) for r in rounds],
                "cell_wall_seconds": state.get("wall_seconds"),
-               "base_seconds": (base or {}).get("seconds")}
+               "base_seconds": (base or {}).get("seconds"),
+               "shared_round0": bool(steps.get("r0.train", {}).get("result", {}).get("shared_round0")),
+               "shared_round0_seconds": (shared or {}).get("seconds")}
     external = {}
     if "external.after" in steps:  # external targets (Preset.external): the benchmark tasks before and after
         ext_before, ext_after = steps["external.before"]["result"], steps["external.after"]["result"]

@@ -186,13 +186,14 @@ BASE_EVAL = [{"family": "pick_place", "suite": s, "n": 1, "success_rate": 0.25, 
 
 
 def run_method(tmp_path: Path, method: str, preset=PRESET, seed: int = 0, memory_from: Path | None = None,
-               learning_tool: str = "awr_shaped", critic_factor: str = "spatial"):
+               learning_tool: str = "awr_shaped", critic_factor: str = "spatial", shared_round0: dict | None = None,
+               name: str | None = None):
     from memory_store.embed import HashingEmbedder
     from servers.memory import build_server as memory_server
     from servers.sim import build_server as sim_server
 
-    run_dir = tmp_path / "-".join([method] + [x for x in (learning_tool, critic_factor)
-                                              if x not in ("awr_shaped", "spatial")])
+    run_dir = tmp_path / (name or "-".join([method] + [x for x in (learning_tool, critic_factor)
+                                                       if x not in ("awr_shaped", "spatial")]))
     run_dir.mkdir(parents=True, exist_ok=True)
     trainer, compiler = FakeTrainer(run_dir), ScriptedCompiler(learning_tool)
     specs = [InProcess("sim", sim_server(run_dir)), InProcess("verifier", fake_verifier()),
@@ -202,7 +203,8 @@ def run_method(tmp_path: Path, method: str, preset=PRESET, seed: int = 0, memory
     roles = Roles(OfflineEngine(), critic, compiler, TokenLedger(), "offline")
     with Hub(specs) as hub:
         loop = CoEvolution(hub, roles, run_dir, preset, method, method=get_method(method), seed=seed,
-                           base={"tag": "base", "eval": BASE_EVAL}, memory_from=memory_from, early_stop=False)
+                           base={"tag": "base", "eval": BASE_EVAL}, memory_from=memory_from, early_stop=False,
+                           shared_round0=shared_round0)
         state = loop.run()
     return SimpleNamespace(state=state, steps=state["steps"], trainer=trainer, compiler=compiler, run_dir=run_dir,
                            critic=critic)
@@ -998,3 +1000,95 @@ def test_suite_table_marks_floor_and_ceiling_cells():
     assert got["stack/in"]["flag"] is None and got["stack/tasks"]["flag"] == "floor"
     assert got["stack/seed"]["flag"] == "ceiling" and got["stack/seed"]["success"]["coda"] == 0.97
     assert "| stack | tasks | 0.0 | 3.0 | floor |" in md
+
+
+# --- a shared round 1 per seed (protocol v2.1) -------------------------------------------------------------------
+
+
+def test_only_methods_with_the_common_round_1_share_it():
+    sharing = {m.name for m in METHODS.values() if m.shares_round0}
+    assert {"coda", "uniform", "success_guided", "no_memory"} <= sharing
+    assert not sharing & {"sft", "domain_rand", "frozen_critic_select", "memory_transfer"}
+
+
+def test_round_1_update_is_loaded_only_when_its_arguments_match(tmp_path, runs):
+    """A cell offered the shared round's update loads its checkpoint instead of training, and takes its
+    evaluation, exactly when its own training arguments have the shared digest; otherwise it trains."""
+    own = runs["uniform"].steps["r0.train"]["result"]
+    shared_eval = [{**e, "success_rate": 0.75} for e in BASE_EVAL]
+    shared = {"train": {**own, "checkpoint": "step000777"}, "eval": shared_eval}
+    run = run_method(tmp_path, "uniform", shared_round0=shared, name="same")
+    assert run.trainer.of("load_checkpoint") == [{"tag": "base"}, {"tag": "step000777"}]
+    assert len(run.trainer.of("start_training")) == 1  # round 2 only
+    assert run.steps["r0.train"]["result"]["shared_round0"] is True
+    assert run.steps["r0.eval"]["result"] == shared_eval
+    other = {"train": {**own, "checkpoint": "step000777", "args_digest": "0" * 16}, "eval": shared_eval}
+    run = run_method(tmp_path, "uniform", shared_round0=other, name="other")
+    assert run.trainer.of("load_checkpoint") == [{"tag": "base"}] and len(run.trainer.of("start_training")) == 2
+    assert "shared_round0" not in run.steps["r0.train"]["result"]
+    assert run.steps["r0.eval"]["result"] != shared_eval
+
+
+def test_a_cell_adopts_the_shared_run_before_its_update_and_a_resumed_cell_keeps_its_own(tmp_path):
+    from agent.experiment.shared import SHARED_STEPS, adopt_round0
+
+    src = tmp_path / "shared"
+    (src / "checkpoints").mkdir(parents=True)
+    (src / "checkpoints" / "base.pt").write_bytes(b"base")
+    (src / "checkpoints" / "step000070.pt").write_bytes(b"after")
+    (src / "checkpoints" / "latest.pt").write_bytes(b"after")
+    (src / "scenes").mkdir()
+    (src / "scenes" / "abc.json").write_text("{}")
+    steps = {k: {"result": k, "seconds": 1.0} for k in (*SHARED_STEPS, "r0.allocate", "r0.train", "r0.eval")}
+    write_json(src / "state.json", {"steps": steps, "order": list(steps)})
+    cell = tmp_path / "runs" / "coda-s0"
+    assert adopt_round0(cell, {"dir": str(src)})
+    state = json.loads((cell / "state.json").read_text())
+    assert state["order"] == list(SHARED_STEPS) and all(state["steps"][k]["shared"] for k in SHARED_STEPS)
+    assert (cell / "checkpoints" / "latest.pt").read_bytes() == b"base"  # the policy before the update
+    assert (cell / "checkpoints" / "step000070.pt").read_bytes() == b"after"
+    assert (cell / "scenes" / "abc.json").exists()
+    (cell / "scenes" / "mine.json").write_text("{}")
+    assert not adopt_round0(cell, {"dir": str(src)})  # a resumed cell keeps its own
+    assert (cell / "scenes" / "mine.json").exists()
+    unfinished = tmp_path / "unfinished"
+    write_json(unfinished / "state.json", {"steps": {"seed.sft": {"result": 1}}, "order": ["seed.sft"]})
+    with pytest.raises(RuntimeError, match="lacks the steps"):
+        adopt_round0(tmp_path / "runs" / "uniform-s0", {"dir": str(unfinished)})
+    assert not (tmp_path / "runs" / "uniform-s0").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_shared_round_1_is_run_once_and_changes_nothing_but_the_cost(tmp_path):
+    """With share_round0 the sharing cells start from one round-1 run; a uniform cell then gives the same
+    scenes, rollouts and evaluations as a uniform cell that ran round 1 itself from the same base."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+    def experiment(out, methods, *extra):
+        cmd = [sys.executable, "-m", "coda.cli", "experiment", "--methods", methods, "--seeds", "1", "--preset",
+               "tiny", "--out", str(out), "--embedder", "hashing", "--json", *extra]
+        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stderr
+
+    shared_out, plain_out = tmp_path / "shared", tmp_path / "plain"
+    log = experiment(shared_out, "uniform,coda", "--set", "share_round0=true")
+    assert log.count("] shared round 1 of seed 0") == 1
+    info = json.loads((shared_out / "shared" / "round0-transformer-s0" / "shared.json").read_text())
+    cells = {m: json.loads((shared_out / "cells" / f"{m}-s0.json").read_text()) for m in ("uniform", "coda")}
+    assert all(c["metrics"]["shared_round0"] for c in cells.values())
+    coda = json.loads((shared_out / "runs" / "coda-s0" / "state.json").read_text())["steps"]
+    assert coda["r0.eval"]["result"] == info["eval"] and not coda["r0.intervene"].get("shared")
+    plain_out.mkdir()
+    subprocess.run(["cp", "-r", str(shared_out / "base"), str(plain_out)], check=True)
+    experiment(plain_out, "uniform")
+    a, b = (json.loads((o / "runs" / "uniform-s0" / "state.json").read_text())["steps"] for o in (shared_out, plain_out))
+
+    def outcomes(step):
+        return [(e["family"], e["suite"], e.get("outcomes"), e["success_rate"]) for e in step["result"]]
+
+    for k in ("r0.generate", "r0.rollouts", "r1.generate", "r1.rollouts"):
+        assert a[k]["result"] == b[k]["result"], k
+    for k in ("r0.eval", "r1.eval", "eval.after"):
+        assert outcomes(a[k]) == outcomes(b[k]), k
