@@ -278,13 +278,44 @@ def external_phase_table(by_method: dict[str, list[dict]], present: list[str], t
     return out, _md(["method", *tasks], rows)
 
 
-def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
+def pooled_cells(out: Path, sources: list[Path]) -> tuple[dict, list[dict]]:
+    """The cells of several experiments (e.g. seed groups of one protocol run in different sessions) as one
+    experiment written to `out`, which must not hold an experiment of its own: (config, cells). A cell name
+    (method and seed) in two sources is refused: the seeds of pooled experiments must be apart."""
+    if (out / "experiment.json").exists():
+        raise ValueError(f"{out} holds an experiment of its own; pool into a new folder")
+    config: dict = {"methods": [], "seeds": [], "pooled_from": [str(s) for s in sources], "planned": []}
+    cells: dict[str, dict] = {}
+    where: dict[str, Path] = {}
+    for src in sources:
+        if not (src / "experiment.json").exists():
+            raise ValueError(f"{src} is not an experiment folder (no experiment.json)")
+        c = json.loads((src / "experiment.json").read_text())
+        config["methods"] = list(dict.fromkeys(config["methods"] + c.get("methods", [])))
+        config["seeds"] = sorted(set(config["seeds"]) | set(c.get("seeds", [])))
+        config["planned"] += plan_cells(c.get("methods", []), c.get("seeds", []), c.get("transfer", False),
+                                        c.get("transfer_seeds", []))  # each source's own plan, not the product
+        for cell in load_cells(src):
+            if cell["cell"] in cells:
+                raise ValueError(f"cell {cell['cell']} is in both {where[cell['cell']]} and {src}: pooled "
+                                 "experiments must use different seeds")
+            cells[cell["cell"]], where[cell["cell"]] = cell, src
+    write_json(out / "pooled.json", config)
+    return config, [cells[k] for k in sorted(cells)]
+
+
+def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN, sources: list[Path] | None = None) -> dict:
+    """Rewrite DIR/results.md|json and the plots from the finished cells of `out` or, with `sources`, of those
+    experiments pooled (`pooled_cells`)."""
     out = Path(out)
-    config = json.loads((out / "experiment.json").read_text()) if (out / "experiment.json").exists() else {}
-    cells = load_cells(out)
+    if sources:
+        config, cells = pooled_cells(out, [Path(s) for s in sources])
+    else:
+        config = json.loads((out / "experiment.json").read_text()) if (out / "experiment.json").exists() else {}
+        cells = load_cells(out)
     t = build_tables(cells, threshold_gain, config.get("methods"), config.get("seeds"))
-    planned = plan_cells(config.get("methods", []), config.get("seeds", []), config.get("transfer", False),
-                         config.get("transfer_seeds", []))
+    planned = config.get("planned") or plan_cells(config.get("methods", []), config.get("seeds", []),
+                                                  config.get("transfer", False), config.get("transfer_seeds", []))
     done = set(t["cells"])
     pending = [cell_name(c["method"], c["seed"], c["backbone"]) for c in planned
                if cell_name(c["method"], c["seed"], c["backbone"]) not in done]
@@ -292,6 +323,7 @@ def write_tables(out: Path, threshold_gain: float = THRESHOLD_GAIN) -> dict:
     transfer_cells = [c for c in cells if c["backbone"] != DEFAULT_BACKBONE or c["method"] == "program_transfer"]
     write_json(out / "results.json", {k: v for k, v in t.items() if not k.endswith("_md")})
     md = [f"# Experiment {out.name}", "",
+          *([f"Pooled from {', '.join(config['pooled_from'])}.", ""] if sources else []),
           f"{len(done)} cells finished, {len(pending)} pending" + (f": {', '.join(pending)}" if pending else "") + ".",
           "", "## OOD success per family × method (%, mean ± s.e. over seeds; 'base' = the shared SFT policies)", "",
           t["ood_md"], "", "## Success per family × suite (%, after the rounds, mean over seeds; 'seed' = the base's "

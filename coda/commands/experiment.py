@@ -4,6 +4,7 @@
         --preset quick --out experiments/quick
     coda experiment ... --resume          # continue: finished cells are skipped
     coda experiment --tables --out DIR    # only rewrite DIR/results.md|json and the plot
+    coda experiment --tables --out POOLED --pool DIR1 --pool DIR2   # the cells of two experiments together
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def register(sub, name: str) -> None:
     p.add_argument("--embedder", choices=["minilm", "hashing"], default=None,
                    help="memory server embedder (hashing: fast, for tests)")
     p.add_argument("--tables", action="store_true", help="only rewrite the tables of --out from its finished cells")
+    p.add_argument("--pool", action="append", default=[], metavar="DIR",
+                   help="with --tables: the tables of these experiments' cells together, written to --out (a new "
+                        "folder; repeatable; their seeds must differ)")
     p.add_argument("--list", action="store_true", help="list the methods and their switches")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
@@ -81,8 +85,20 @@ def run(args) -> int:
         return 2
     out = Path(args.out)
     threshold_gain = THRESHOLD_GAIN if args.threshold_gain is None else args.threshold_gain
+    if args.pool and not args.tables:
+        print("coda experiment: --pool goes with --tables", file=sys.stderr)
+        return 2
     if args.tables:
-        t = write_tables(out, threshold_gain)
+        missing = [d for d in args.pool if not (Path(d) / "experiment.json").exists()]
+        if missing:
+            print(f"coda experiment: --pool {missing[0]} is not an experiment folder (no experiment.json)",
+                  file=sys.stderr)
+            return 2
+        try:
+            t = write_tables(out, threshold_gain, sources=args.pool or None)
+        except ValueError as exc:
+            print(f"coda experiment: {exc}", file=sys.stderr)
+            return 2
         emit({"results": str(out / "results.md"), "cells": len(t["cells"]), "pending": len(t["pending_cells"])},
              args.json)
         return 0

@@ -1092,3 +1092,22 @@ def test_a_shared_round_1_is_run_once_and_changes_nothing_but_the_cost(tmp_path)
         assert a[k]["result"] == b[k]["result"], k
     for k in ("r0.eval", "r1.eval", "eval.after"):
         assert outcomes(a[k]) == outcomes(b[k]), k
+
+
+def test_tables_pool_experiments_with_different_seeds(tmp_path):
+    """`coda experiment --tables --pool A --pool B`: one table over both experiments' cells, each pending cell
+    from its own experiment's plan; a cell in two of them (the same method and seed) is refused."""
+    fake_cell.calls, fake_cell.crash_at = [], None
+    run_experiment(tmp_path / "a", ["sft", "coda", "uniform"], [0, 1], PRESET, cell_runner=fake_cell)
+    run_experiment(tmp_path / "b", ["sft", "coda"], [2], PRESET, cell_runner=fake_cell)
+    t = write_tables(tmp_path / "pooled", sources=[tmp_path / "a", tmp_path / "b"])
+    assert t["ood"]["coda"]["pick_place"][2] == 3 and t["ood"]["uniform"]["pick_place"][2] == 2
+    assert t["pending_cells"] == []  # uniform was never planned for seed 2
+    assert "Pooled from" in (tmp_path / "pooled" / "results.md").read_text()
+    run_experiment(tmp_path / "c", ["coda"], [1], PRESET, cell_runner=fake_cell)
+    with pytest.raises(ValueError, match="coda-s1 is in both"):
+        write_tables(tmp_path / "pooled2", sources=[tmp_path / "a", tmp_path / "c"])
+    assert not (tmp_path / "pooled2").exists()
+    done = subprocess.run([sys.executable, "-m", "coda.cli", "experiment", "--tables", "--out", str(tmp_path / "a"),
+                           "--pool", str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2 and "holds an experiment of its own" in done.stderr
