@@ -161,9 +161,10 @@ class CoEvolution:
         """The base policy (trained, or the shared checkpoint loaded) and its evaluation before the rounds."""
         p = self.preset
         if self.base is not None:
+            if not self.state.done("seed.sft"):
+                say(f"base policy: shared checkpoint {self.base['tag']}")
             self.state.step("seed.sft", lambda: {"shared_base": self.base["tag"], **self.call(
                 "trainer", "load_checkpoint", tag=self.base["tag"])})
-            say(f"base policy loaded (shared checkpoint {self.base['tag']})")
             self.state.step("eval.before", lambda: self.base["eval"])
         else:
             self.state.step("seed.sft", lambda: self.job(

@@ -18,7 +18,7 @@ from sim.fileio import RECORD_ID_PATTERN, SCENE_ID_PATTERN
 from sim.scene_store import SceneStore
 
 INSTRUCTIONS = """Checks scenes before any rollout: verify_program runs a scene program in the sandbox and applies
-every check (executes, spec_valid, compiles, scale_plausible, receptacle_capacity, collision_free, stable, reachable, predicate_evaluable,
+every check (executes, spec_valid, compiles, scale_plausible, receptacle_capacity, graspable_target, collision_free, stable, reachable, predicate_evaluable,
 predicate_false_at_start, optionally planner_solvable); each failed check says what to change. verify_scene checks a
 stored scene (scene_id from the sim server) or a spec. check_predicate and check_potential check a success predicate
 and a Text2potential program against a scene."""

@@ -2,8 +2,9 @@
 
 Checks, in order (later checks need earlier ones): `executes` (sandboxed program run), `spec_valid`,
 `compiles`, `scale_plausible`, `receptacle_capacity` (every receptacle can hold what the task puts in or on it),
-`collision_free` (no interpenetration at t = 0), `stable` (objects settle during a short passive simulation),
-`reachable`, `predicate_evaluable`, `predicate_false_at_start`, and optionally `planner_solvable`.
+`graspable_target` (what the task moves is graspable in the asset pool), `collision_free` (no interpenetration
+at t = 0), `stable` (objects settle during a short passive simulation), `reachable`, `predicate_evaluable`,
+`predicate_false_at_start`, and optionally `planner_solvable`.
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def verify_spec(spec: SceneSpec | dict, *, planner: bool = False, robot: str | N
     checks.append(CheckResult(name="compiles", passed=True))
     checks.append(_scale(spec))
     checks.append(_capacity(spec))
+    checks.append(_graspable(spec))
     checks.append(_collisions(env))
     stable, reachable = _settle(env)
     checks += [stable, reachable]
@@ -215,6 +217,27 @@ def _capacity(spec: SceneSpec) -> CheckResult:
             bad.update([name, *items])
     return CheckResult(name="receptacle_capacity", passed=not problems, message="; ".join(problems),
                        objects=sorted(bad))
+
+
+MOVED_ARG = {"on": 0, "inside": 0, "stacked": 0, "grasped": 0, "lifted": 0}
+"""atoms whose argument at this position the gripper must pick up and carry"""
+
+
+def _graspable(spec: SceneSpec) -> CheckResult:
+    """Every object the task requires the gripper to pick up (the first argument of `on`, `inside`, `stacked`,
+    `grasped`, `lifted` atoms joined by `&`) is of a graspable category in the asset pool (not a receptacle,
+    board, furniture or articulated object)."""
+    kinds = {a.object: assets.get_category(assets.get_asset(a.asset).category) for a in spec.attributes.objects}
+    bad = sorted({atom.args[MOVED_ARG[atom.op]] for atom in _required_atoms(spec.task.success)
+                  if atom.op in MOVED_ARG and atom.args[MOVED_ARG[atom.op]] in kinds
+                  and not kinds[atom.args[MOVED_ARG[atom.op]]].graspable})
+    if not bad:
+        return CheckResult(name="graspable_target", passed=True)
+    which = ", ".join(f"{n} (a {kinds[n].name})" for n in bad)
+    movable = sorted(n for n, c in kinds.items() if c.graspable)
+    return CheckResult(name="graspable_target", passed=False, objects=bad,
+                       message=f"the task needs the gripper to pick up {which}, which the asset pool marks not "
+                               f"graspable; graspable objects of this scene: {', '.join(movable) or 'none'}")
 
 
 def _room(name: str, asset, scale: float, items: list, cavity: bool) -> str | None:

@@ -79,3 +79,26 @@ def test_the_reason_is_one_line_per_receptacle():
     report = verify_spec(spec)
     assert not report.passed and "\n" not in report.summary()
     assert "receptacle_capacity: pot cannot hold" in report.summary()
+
+
+def graspable(spec):
+    return next(c for c in verify_spec(spec).checks if c.name == "graspable_target")
+
+
+def test_a_task_may_only_move_graspable_objects():
+    """A bowl put into a crate: the asset pool marks bowls not graspable, so the scene fails verification with a
+    reason naming it and the objects that could be moved; a tomato into the same crate passes."""
+    check = graspable(scene_with("crate/000", ["bowl/000"]))
+    assert not check.passed and check.objects == ["bowl_0"]
+    assert "pick up bowl_0 (a bowl)" in check.message and "not graspable" in check.message
+    assert graspable(scene_with("crate/000", ["tomato/000"])).passed
+    either = scene_with("crate/000", ["bowl/000", "tomato/000"],
+                        success=lambda items, r: inside(items[0], r) | inside(items[1], r))
+    assert graspable(either).passed  # only atoms every way of succeeding needs
+
+
+@pytest.mark.parametrize("family", ["pick_place", "stack", "articulated", "prep"])
+def test_sampled_scenes_move_only_graspable_objects(family):
+    for seed in range(12):
+        check = graspable(sample_spec(family, seed))
+        assert check.passed, check.message
