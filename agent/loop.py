@@ -32,7 +32,7 @@ import numpy as np
 from agent.hub import Hub, ToolError
 from agent.methods import CODA, Method
 from agent.presets import EXECUTION_VARIANTS, Preset, external_tasks
-from agent.roles.engine import OfflineEngine, operators_for, program_of
+from agent.roles.engine import OfflineEngine, operators_for, program_of, recreating_operators
 from agent.roles.factory import Roles
 from agent.runstate import RunState
 from servers.contract import MAX_BATCH, MAX_PAGE
@@ -336,7 +336,7 @@ class CoEvolution:
             targeted, control = [], []
             for i, (parent, n) in enumerate(parents):  # variants spread over the mode's failing parents
                 t, c = engine.batches(parent, mode["factor"], mode["phase"], n,
-                                      seed=1000 * r + 100_000 * self.seed + 7_919 * i, **self._execution_ops(mode))
+                                      seed=1000 * r + 100_000 * self.seed + 7_919 * i, **self._variant_ops(mode))
                 targeted, control = targeted + t, control + c
             for pair in zip(targeted, control, strict=False):  # interleaved: a cut keeps both batches
                 programs += [(pr, mode_id) for pr in pair]
@@ -353,7 +353,7 @@ class CoEvolution:
             for i, (parent, n) in enumerate(parents):
                 made = engine.variants(parent, SCENE_FACTOR_OF[mode["factor"]], n,
                                        seed=7 * r + 1 + 100_000 * self.seed + 7_919 * i, batch="replay",
-                                       **self._execution_ops(mode))
+                                       **self._variant_ops(mode))
                 programs += [(pr, mode_id) for pr in made]
         yield from programs
         yield from self._novel(r)
@@ -391,9 +391,16 @@ class CoEvolution:
         return (self.method.intervene and mode["factor"] == "execution"
                 and EXECUTION_VARIANTS[self.preset.execution_variants] is None)
 
-    def _execution_ops(self, mode: dict) -> dict:
-        """The operators of an execution mode's variants under `Preset.execution_variants` (else the engine's)."""
-        ops = EXECUTION_VARIANTS[self.preset.execution_variants] if mode["factor"] == "execution" else None
+    def _variant_ops(self, mode: dict) -> dict:
+        """The operators of a mode's targeted and replay variants: an execution mode's under
+        `Preset.execution_variants`; another mode's under `Preset.targeted_operators` ("recreate": only those that
+        recreate the difficulty); else the engine's own choice."""
+        if mode["factor"] == "execution":
+            ops = EXECUTION_VARIANTS[self.preset.execution_variants]
+        elif self.preset.targeted_operators == "recreate":
+            ops = recreating_operators(SCENE_FACTOR_OF[mode["factor"]], mode["phase"])
+        else:
+            ops = None
         return {"operators": ops} if ops else {}
 
     def execution_scenes(self, r: int) -> list[str]:

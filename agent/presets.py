@@ -16,6 +16,8 @@ from sim.constants import DISTRIBUTIONS, EPS_NOVEL, EPS_REPLAY, FAMILIES, ROBOTS
 
 ROUND_UPDATES = ("bc", "branch", "critic")
 """the policy updates a round may use (`Preset.round_update`)"""
+TARGETED_OPERATORS = ("all", "recreate")
+"""what a targeted batch's variants may do (`Preset.targeted_operators`)"""
 INTERVENTIONS = ("resample", "undo")
 """what an intervention variant changes (`Preset.intervention`)"""
 EXECUTION_VARIANTS = {"none": None, "nearby": ("nearby",)}
@@ -76,6 +78,12 @@ class Preset:
     failures into successes): "none" — no variants, BC on its scenes' planner demos; "nearby" — targeted batches
     of near-duplicates of its failing scenes (`sim.engine.variations.nearby`: the task's object 1-3 cm away and
     slightly turned) against attribute-varied controls, so its difficulty is kept instead of redrawn"""
+    targeted_operators: str = "all"
+    """the variation operators of a mode's targeted batches: "all" — the phase's operators, most specific first,
+    falling back to `resample` (and `fewer_goals` for tasks), which redraw or ease the diagnosed factor; "recreate"
+    — only those that recreate the difficulty (`agent.roles.engine.recreating_operators`): in the CoDA runs of
+    grid v2, rounds v1 and replicate v1 targeted rollouts succeeded at 4-8% under crowd_grasp_side, heavier and
+    rotate but at 39-48% under a layout resample or fewer_goals, against 17-23% in control batches"""
     critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
     policy_updates: int = POLICY_UPDATES
@@ -147,6 +155,9 @@ class Preset:
         if self.execution_variants not in EXECUTION_VARIANTS:
             raise ValueError(f"execution_variants must be one of {', '.join(EXECUTION_VARIANTS)}, "
                              f"got {self.execution_variants!r}")
+        if self.targeted_operators not in TARGETED_OPERATORS:
+            raise ValueError(f"targeted_operators must be one of {', '.join(TARGETED_OPERATORS)}, "
+                             f"got {self.targeted_operators!r}")
         if self.round_update not in ROUND_UPDATES:
             raise ValueError(f"round_update must be one of {', '.join(ROUND_UPDATES)}, got {self.round_update!r}")
         unknown = set(self.families) - set(FAMILIES)
@@ -215,7 +226,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance", "share_round0", "external_probe_n", "external_eval_n", "external_eval_seeds")
+            "round_update", "bc_balance", "share_round0", "targeted_operators", "external_probe_n", "external_eval_n", "external_eval_seeds")
 """the budget fields `--set` may change"""
 
 

@@ -108,6 +108,27 @@ def targeting_precision(rollouts: list[dict], diagnoses: list[dict]) -> float | 
     return hits / judged if judged else None
 
 
+def critic_consistency(diagnoses: list[dict]) -> float | None:
+    """Of the pairs of failures diagnosed in the same scene (the same round's rollouts), the share the critic put in
+    the same mode: how reproducible a mode is, hence the most targeting precision can reach with this critic."""
+    by_scene: dict[tuple, list[str]] = defaultdict(list)
+    for d in diagnoses:
+        by_scene[(d.get("round"), d["scene_id"])].append(d["mode_id"])
+    pairs = same = 0
+    for modes in by_scene.values():
+        for i in range(len(modes)):
+            for j in range(i + 1, len(modes)):
+                pairs += 1
+                same += modes[i] == modes[j]
+    return same / pairs if pairs else None
+
+
+def batch_success(rollouts: list[dict], batch: str) -> float | None:
+    """Success rate of a batch's rollouts (targeted vs control: the premise of validation is targeted < control)."""
+    xs = [x["success"] for x in rollouts if x["batch"] == batch]
+    return sum(xs) / len(xs) if xs else None
+
+
 def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict | None = None,
               shared: dict | None = None) -> dict:
     from agent.report import run_metrics
@@ -124,7 +145,8 @@ def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict 
         curve.append({"round": r + 1, "policy_updates": pu, "critic_updates": cu, "eval": steps[f"r{r}.eval"]["result"]})
     scenes = [s for k, v in steps.items() if k.endswith(".generate") for s in v["result"]]
     rollouts = [x for k, v in steps.items() if k.endswith(".rollouts") for x in v["result"]]
-    diagnoses = [d for k, v in steps.items() if k.endswith(".diagnose") for d in v["result"]]
+    diagnoses = [{**d, "round": k.split(".")[0]} for k, v in steps.items() if k.endswith(".diagnose")
+                 for d in v["result"]]
     batches: dict[str, dict[str, int]] = {}
     for r in rounds:
         b: dict[str, int] = defaultdict(int)
@@ -136,6 +158,9 @@ def summarize(state: dict, *, method: str, seed: int, backbone: str, base: dict 
     trains = [steps[f"r{r}.train"]["result"] for r in rounds if f"r{r}.train" in steps]
     metrics = {**run_metrics(state), "coverage_entropy_bits": coverage_entropy(scenes),
                "targeting_precision": targeting_precision(rollouts, diagnoses),
+               "critic_consistency": critic_consistency(diagnoses),
+               "targeted_success": batch_success(rollouts, "targeted"),
+               "control_success": batch_success(rollouts, "control"),
                "shaped_rollouts": sum(t.get("shaped_rollouts", 0) for t in trains),
                "reused_potentials": sum(t.get("reused_potentials", 0) for t in trains),
                "accepted_per_round": [sum(batches[f"r{r}"].values()) for r in rounds],

@@ -66,7 +66,8 @@ def build_tables(cells: list[dict], threshold_gain: float = THRESHOLD_GAIN, meth
     suites_json, suites_md = suite_table(by_method, order)
     external_json, external_md = external_table(by_method, order)
 
-    metric_keys = ("verification_pass_rate", "coverage_entropy_bits", "targeting_precision", "refutation_rate",
+    metric_keys = ("verification_pass_rate", "coverage_entropy_bits", "targeting_precision", "critic_consistency",
+                   "targeted_success", "control_success", "refutation_rate",
                    "accepted", "diagnoses", "shaped_rollouts", "sim_hours_per_1000_accepted",
                    "tokens_per_1000_accepted", "cell_wall_seconds")
     metrics_json = {m: {k: mean_se([c["metrics"].get(k) for c in by_method.get(m, [])]) for k in metric_keys}

@@ -84,6 +84,20 @@ def operators_for(factor: str, phase: str | None) -> tuple[str, ...]:
     return TARGETED.get((factor, phase or ""), ("resample",))
 
 
+def recreating_operators(factor: str, phase: str | None) -> tuple[str, ...]:
+    """The operators of a targeted batch that recreate a diagnosed difficulty instead of taking it away: the
+    phase's own operators without `resample` (a layout or attributes redrawn loses the difficulty) and without
+    `fewer_goals` (an easier task); where the phase has none, those of the factor's other phases. A task
+    difficulty is reworded or redrawn among the family's tasks. `Preset.targeted_operators = "recreate"`."""
+    if factor == "task":
+        return ("reword", "resample")
+    own = [op for op in TARGETED.get((factor, phase or ""), ()) if op != "resample"]
+    if own:
+        return tuple(own)
+    return tuple(dict.fromkeys(op for (f, _), ops in TARGETED.items() if f == factor for op in ops
+                               if op != "resample"))
+
+
 def program_of(made: dict, batch: str, parent: str | None = None,
                binding: dict[str, str] | None = None) -> EngineProgram:
     """An `EngineProgram` from a sim tool's scene program (`sim.engine.programs.SceneProgram` as JSON); `parent` is

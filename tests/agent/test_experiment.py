@@ -1111,3 +1111,35 @@ def test_tables_pool_experiments_with_different_seeds(tmp_path):
     done = subprocess.run([sys.executable, "-m", "coda.cli", "experiment", "--tables", "--out", str(tmp_path / "a"),
                            "--pool", str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2 and "holds an experiment of its own" in done.stderr
+
+
+def test_critic_consistency_and_batch_success():
+    from agent.experiment.metrics import batch_success, critic_consistency
+
+    diags = [{"round": "r0", "scene_id": "a", "mode_id": "m1"}, {"round": "r0", "scene_id": "a", "mode_id": "m1"},
+             {"round": "r0", "scene_id": "b", "mode_id": "m1"}, {"round": "r0", "scene_id": "b", "mode_id": "m2"},
+             {"round": "r1", "scene_id": "a", "mode_id": "m3"}]  # another round's scene a: not paired with r0's
+    assert critic_consistency(diags) == 0.5
+    assert critic_consistency(diags[:1]) is None
+    rollouts = [{"batch": "targeted", "success": True}, {"batch": "targeted", "success": False},
+                {"batch": "control", "success": True}]
+    assert batch_success(rollouts, "targeted") == 0.5 and batch_success(rollouts, "control") == 1.0
+    assert batch_success(rollouts, "replay") is None
+
+
+def test_recreating_targeted_operators_never_redraw_or_ease_the_diagnosed_factor(tmp_path):
+    """targeted_operators="recreate": a spatial grasp mode's targeted variants crowd or turn the target (never a
+    layout resample); its control batch still varies another factor."""
+    from agent.roles.engine import recreating_operators
+
+    assert "resample" not in recreating_operators("layout", "grasp")
+    assert "fewer_goals" not in recreating_operators("task", "place")
+    assert recreating_operators("layout", "place") == ("tighten",)
+    assert "resample" not in recreating_operators("attributes", "approach")  # no own operators: the factor's
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, targeted_operators="recreate"))
+    scenes = [s for k, v in run.steps.items() if k.endswith(".generate") for s in v["result"]]
+    targeted = [s for s in scenes if s["batch"] == "targeted"]
+    assert targeted and {s["operator"] for s in targeted} <= set(recreating_operators("layout", "grasp"))
+    assert {s["factor"] for s in scenes if s["batch"] == "control"} == {"attributes"}
+    with pytest.raises(ValueError, match="targeted_operators must be one of all, recreate"):
+        replace(PRESET, targeted_operators="harder")
