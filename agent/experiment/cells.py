@@ -137,7 +137,7 @@ def run_cell(out: Path, method: str, seed: int, preset: Preset, base: dict, *, b
         from agent.experiment.shared import adopt_round0, ensure_round0
 
         shared = ensure_round0(out, preset, seed, base, backbone=backbone, embedder=embedder, backend=backend)
-        if adopt_round0(run_dir, shared):
+        if shared and adopt_round0(run_dir, shared):
             say(f"{name} starts from the shared round 1 of seed {seed}")
     with Hub(stdio_specs(run_dir, extra_args=server_args(base, embedder), robot=preset.robot)) as hub:
         install_base(hub, base)

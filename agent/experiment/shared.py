@@ -34,9 +34,10 @@ def shared_dir(out: Path, seed: int, backbone: str) -> Path:
 
 
 def ensure_round0(out: Path, preset, seed: int, base: dict, *, backbone: str, embedder: str | None = None,
-                  backend: str = "offline") -> dict:
+                  backend: str = "offline") -> dict | None:
     """The shared round 1 of a seed, run once (resumable like any run). Returns {"dir", "train", "eval",
-    "seconds"}: the folder, round 1's training result (with its checkpoint and argument digest) and evaluation."""
+    "seconds"}: the folder, round 1's training result (with its checkpoint and argument digest) and evaluation;
+    None when that round made no update (nothing to share: each cell then runs its round 1 itself)."""
     from agent.experiment.cells import install_base, server_args
     from agent.hub import Hub, stdio_specs
     from agent.loop import CoEvolution
@@ -61,7 +62,8 @@ def ensure_round0(out: Path, preset, seed: int, base: dict, *, backbone: str, em
         state = loop.first_round()
     train, ev = state["steps"]["r0.train"]["result"], state["steps"]["r0.eval"]["result"]
     if "checkpoint" not in train:
-        raise RuntimeError(f"the shared round 1 of seed {seed} made no update ({train}); cannot share it")
+        say(f"the shared round 1 of seed {seed} made no update ({train}): each cell runs its own round 1")
+        return None
     info = {"seed": seed, "backbone": backbone, "base_sha": base.get("sha"), "method": SHARED_METHOD,
             "train": train, "eval": ev, "seconds": round(time.perf_counter() - t0, 1),
             "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
