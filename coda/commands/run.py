@@ -73,6 +73,10 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
         return 2
+    if preset.share_round0:
+        print(f"coda {args.command}: share_round0 shares round 1 between the methods of an experiment; a run has "
+              "one method (use it with coda experiment)", file=sys.stderr)
+        return 2
     if args.mode == "autonomous" and args.backend == "offline":
         print(f"coda {args.command}: --mode autonomous needs an LLM to run the rounds: add --backend anthropic or "
               "--backend openai (the offline roles run with the default --mode orchestrated)", file=sys.stderr)

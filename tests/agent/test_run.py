@@ -149,3 +149,13 @@ def test_autonomous_round_through_tools(tmp_path):
     assert outcomes[5] == ("sim__no_such_tool", "error")
     assert state["stop_reason"] == "answered" and "Round done" in state["final_answer"]
     assert state["tokens"]["roles"]["round"]["calls"] == len(script)
+
+
+def test_a_run_refuses_the_experiment_only_share_round0(tmp_path):
+    """share_round0 is an experiment setting (one round 1 for several methods): `coda run` says so, exits 2 and
+    creates nothing."""
+    cmd = [sys.executable, "-m", "coda.cli", "run", "--preset", "tiny", "--runs-dir", str(tmp_path / "runs"),
+           "--set", "share_round0=true"]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "use it with coda experiment" in out.stderr
+    assert not (tmp_path / "runs").exists()
