@@ -83,7 +83,9 @@ class Preset:
     falling back to `resample` (and `fewer_goals` for tasks), which redraw or ease the diagnosed factor; "recreate"
     — only those that recreate the difficulty (`agent.roles.engine.recreating_operators`): in the CoDA runs of
     grid v2, rounds v1 and replicate v1 targeted rollouts succeeded at 4-8% under crowd_grasp_side, heavier and
-    rotate but at 39-48% under a layout resample or fewer_goals, against 17-23% in control batches"""
+    rotate but at 39-48% under a layout resample or fewer_goals, against 17-23% in control batches. Recreate v1
+    (experiments/recreate_v1): "recreate" doubled targeting precision but was −2.9 ± 2.0 points in-distribution,
+    so "all" stays the default"""
     critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
     policy_updates: int = POLICY_UPDATES
