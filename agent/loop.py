@@ -356,7 +356,15 @@ class CoEvolution:
                                        **self._variant_ops(mode))
                 programs += [(pr, mode_id) for pr in made]
         yield from programs
-        yield from self._novel(r)
+        yield from self._guided_novel(r)
+
+    def _guided_novel(self, r: int) -> Iterator:
+        """The novel environments of a guided round (`Preset.novel_scenes`): family seed scenes, or after the common
+        first round the same scenes domain-randomized as the `domain_rand` baseline draws them (batch "novel")."""
+        if r > 0 and self.preset.novel_scenes == "domain_rand":
+            yield from self._domain_rand(r, {}, batch="novel", stream=29)
+        else:
+            yield from self._novel(r)
 
     def _program_replay(self, r: int, j: int, mode_id: str, mode: dict, n: int) -> list:
         """Replay on new parents (generation memory, SPEC §6): the mode's latest stored generation program,
@@ -437,14 +445,15 @@ class CoEvolution:
         ext = self.state.result(f"r{r}.external") if f"r{r}.external" in self.state.data["order"] else None
         return [*self.state.result(f"r{r}.diagnose"), *((ext or {}).get("diagnoses", []))]
 
-    def _domain_rand(self, r: int, alloc: dict) -> Iterator:
-        """Fresh family scenes, randomized over the hand-specified wide ranges of `agent.methods.DR_RANGES`."""
+    def _domain_rand(self, r: int, alloc: dict, batch: str = "domain_rand", stream: int = 17) -> Iterator:
+        """Fresh family scenes, randomized over the hand-specified wide ranges of `agent.methods.DR_RANGES` (`stream`
+        keys the draws' generator apart from other users of the same scenes)."""
         from agent.methods import DR_RANGES
 
-        rng = np.random.default_rng([self.seed, r, 17])
+        rng = np.random.default_rng([self.seed, r, stream])
         for family, seed in self._novel_seeds(r):
             spec = self.family_scene(family, seed)
-            yield self.roles.engine.domain_randomized(spec, rng, DR_RANGES), None
+            yield self.roles.engine.domain_randomized(spec, rng, DR_RANGES, batch=batch), None
 
     def family_scene(self, family: str, seed: int):
         """The seed scene of a family (stored by the sim server, which samples it)."""

@@ -18,6 +18,8 @@ ROUND_UPDATES = ("bc", "branch", "critic")
 """the policy updates a round may use (`Preset.round_update`)"""
 TARGETED_OPERATORS = ("all", "recreate")
 """what a targeted batch's variants may do (`Preset.targeted_operators`)"""
+NOVEL_SCENES = ("seed", "domain_rand")
+"""what a guided round's novel environments are (`Preset.novel_scenes`)"""
 INTERVENTIONS = ("resample", "undo")
 """what an intervention variant changes (`Preset.intervention`)"""
 EXECUTION_VARIANTS = {"none": None, "nearby": ("nearby",)}
@@ -86,6 +88,11 @@ class Preset:
     rotate but at 39-48% under a layout resample or fewer_goals, against 17-23% in control batches. Recreate v1
     (experiments/recreate_v1): "recreate" doubled targeting precision but was −2.9 ± 2.0 points in-distribution,
     so "all" stays the default"""
+    novel_scenes: str = "seed"
+    """the novel environments of a guided round after the first (its ε_novel share and the units of modes with no
+    scene variants): "seed" — fresh scenes of the family samplers; "domain_rand" — the same scenes with a resampled
+    layout and attributes drawn from the hand-specified ranges of domain randomization (`agent.methods.DR_RANGES`,
+    as the `domain_rand` baseline draws them). Round 1 is the common round of every method either way"""
     critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
     policy_updates: int = POLICY_UPDATES
@@ -160,6 +167,8 @@ class Preset:
         if self.targeted_operators not in TARGETED_OPERATORS:
             raise ValueError(f"targeted_operators must be one of {', '.join(TARGETED_OPERATORS)}, "
                              f"got {self.targeted_operators!r}")
+        if self.novel_scenes not in NOVEL_SCENES:
+            raise ValueError(f"novel_scenes must be one of {', '.join(NOVEL_SCENES)}, got {self.novel_scenes!r}")
         if self.round_update not in ROUND_UPDATES:
             raise ValueError(f"round_update must be one of {', '.join(ROUND_UPDATES)}, got {self.round_update!r}")
         unknown = set(self.families) - set(FAMILIES)
@@ -228,7 +237,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance", "share_round0", "targeted_operators", "external_probe_n", "external_eval_n", "external_eval_seeds")
+            "round_update", "bc_balance", "share_round0", "targeted_operators", "novel_scenes", "external_probe_n", "external_eval_n", "external_eval_seeds")
 """the budget fields `--set` may change"""
 
 

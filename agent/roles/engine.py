@@ -65,6 +65,8 @@ class Engine(Protocol):
                  cause: str = "", roles: dict[str, str] | None = None, batch: str = "targeted",
                  operators: tuple[str, ...] | None = None) -> list[EngineProgram]: ...
 
+    def domain_randomized(self, spec: SceneSpec, rng, ranges: dict, batch: str = "domain_rand") -> EngineProgram: ...
+
 
 def sim_call(hub: Hub | None, server: str, tool: str, **args) -> Any:
     """A tool of the sim, verifier or memory server; the roles reach the simulator and the memory only this way."""
@@ -234,6 +236,10 @@ class LLMEngine:
     def seed_programs(self, family: str, n: int, start_seed: int = 0, split: str = "train") -> list[EngineProgram]:
         """Seed scenes come from the family samplers, as for the offline engine."""
         return self.offline.seed_programs(family, n, start_seed, split)
+
+    def domain_randomized(self, spec: SceneSpec, rng, ranges: dict, batch: str = "domain_rand") -> EngineProgram:
+        """Domain randomization draws from hand-specified ranges, as for the offline engine: nothing to write."""
+        return self.offline.domain_randomized(spec, rng, ranges, batch)
 
     def write(self, request: WriteRequest) -> EngineProgram:
         from agent.llm import ROLE_ENGINE, ask_code

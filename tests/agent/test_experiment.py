@@ -1143,3 +1143,18 @@ def test_recreating_targeted_operators_never_redraw_or_ease_the_diagnosed_factor
     assert {s["factor"] for s in scenes if s["batch"] == "control"} == {"attributes"}
     with pytest.raises(ValueError, match="targeted_operators must be one of all, recreate"):
         replace(PRESET, targeted_operators="harder")
+
+
+def test_domain_randomized_novel_scenes_start_after_the_common_round(tmp_path, runs):
+    """novel_scenes="domain_rand": round 1 keeps the common seed scenes (its scenes equal default CoDA's), a later
+    round's novel environments are domain-randomized family scenes (batch "novel", operator "domain_rand")."""
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, novel_scenes="domain_rand"))
+    first = [s["scene_id"] for s in run.steps["r0.generate"]["result"]]
+    assert first == [s["scene_id"] for s in runs["coda"].steps["r0.generate"]["result"]]
+    later = [s for s in run.steps["r1.generate"]["result"] if s["verified"]]
+    novel = [s for s in later if s["batch"] == "novel"]
+    assert novel and {s["operator"] for s in novel} == {"domain_rand"}
+    assert not [s for s in later if s["batch"] == "seed"]
+    assert sum(batches(run, 1).values()) == 4  # the same accepted budget
+    with pytest.raises(ValueError, match="novel_scenes must be one of seed, domain_rand"):
+        replace(PRESET, novel_scenes="wide")
