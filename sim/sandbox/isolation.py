@@ -7,7 +7,7 @@ aid, not a boundary. What bounds a program that gets past them is enforced by th
 * **namespaces** (``unshare`` from util-linux starts each zygote): a network namespace with only a
   loopback that is down (no sockets reach anything), a PID namespace (the zygote is its init: no other
   process of the machine is visible or signalable, and every process in it dies with the zygote), mount,
-  IPC and UTS namespaces; for users other than root also a user namespace (root mapped to the caller);
+  IPC and UTS namespaces (the node renamed, see :func:`anonymize_host`); for users other than root also a user namespace (root mapped to the caller);
 * **an empty root** per child: ``chroot`` into its fresh, empty scratch directory;
 * **no privileges**: a child of a zygote that runs as the real root switches to ``nobody`` (65534);
 * **a seccomp-bpf allow-list** (libseccomp through its Python bindings ``pyseccomp``), loaded in every
@@ -53,8 +53,8 @@ _ALLOWED = (
     "getrandom", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
     "poll", "ppoll", "select", "pselect6", "sched_yield", "sched_getaffinity",
     "getpid", "gettid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
-    "getrusage", "times", "uname", "getcwd", "exit", "exit_group",
-)
+    "getrusage", "times", "getcwd", "exit", "exit_group",
+)  # not `uname`: the kernel's release and version are the host's (a UTS namespace only renames the node)
 _NO_EXEC = ("mmap", "mprotect")  # allowed without PROT_EXEC only
 _WRITE = ("write", "writev")  # allowed on the answer pipe only
 _OPEN = ("open", "openat", "openat2", "creat")  # EACCES: reads like an ordinary permission problem
@@ -142,6 +142,27 @@ def no_dump() -> bool:
         return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE
     except (OSError, AttributeError):
         return False
+
+
+SANDBOX_HOSTNAME = "sandbox"
+
+
+def anonymize_host(rename: bool) -> dict:
+    """In the zygote, before anything is preloaded: with `rename` (it runs in its own UTS namespace) name the node
+    `SANDBOX_HOSTNAME` instead of the host's name it inherited, and make the `platform` module's cached uname say
+    nothing of the host's node or kernel (children cannot call `uname`). Returns {"uts": reason} when the name
+    could not be set."""
+    import platform
+    import socket
+
+    out = {}
+    if rename:
+        try:
+            socket.sethostname(SANDBOX_HOSTNAME)
+        except OSError as exc:
+            out["uts"] = f"could not rename the sandbox's UTS namespace: {exc}"
+    platform._uname_cache = platform.uname_result(platform.system(), SANDBOX_HOSTNAME, "", "", platform.machine())
+    return out
 
 
 def build_filter():

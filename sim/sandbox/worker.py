@@ -439,6 +439,8 @@ def _set_up_isolation() -> None:
     except Exception as exc:
         reasons["seccomp"] = f"{type(exc).__name__}: {exc}"
     _drop_root = sandbox_os.drop_root_possible()
+    # started by `unshare` (pid 1): its own UTS namespace, which still carries the host's name
+    reasons.update(sandbox_os.anonymize_host(rename=os.getpid() == 1))
     _isolation = {"pid_namespace": os.getpid() == 1, "seccomp": _filter is not None,
                   "chroot": os.geteuid() == 0, "drop_root": _drop_root, "no_dump": sandbox_os.no_dump(),
                   "reasons": reasons}

@@ -17,6 +17,7 @@ from mcp import Client
 
 import sim.sandbox as sandbox
 from sim.sandbox import SandboxLimits, SandboxPool
+from sim.sandbox import isolation as sandbox_os
 from sim.verify import verify_program, verify_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -285,6 +286,20 @@ def test_review_corpus_technique_obtains_nothing(keyed, marker, monkeypatch, nam
 
     asyncio.run(main())
     assert _files(run_dir) == before, "verify_program wrote into the run directory"
+
+
+def test_corpus_program_does_not_learn_the_hosts_name_or_kernel(pool):
+    """host_identity_uname.py reaches the `platform` module's cached uname through a run-time format string: in
+    its own UTS namespace the zygote renamed the node and blanked the release before anything cached it."""
+    import platform
+    import socket
+
+    res = pool.run((CORPUS / "host_identity_uname.py").read_text())
+    assert not res.ok and res.error.kind == "runtime" and "uname_result(" in res.error.message, res.error
+    if sandbox_os.capabilities()["namespaces"]:  # without a UTS namespace the node's name cannot be changed
+        assert f"node='{socket.gethostname()}'" not in res.error.message, res.error.message
+        assert f"node='{sandbox_os.SANDBOX_HOSTNAME}'" in res.error.message, res.error.message
+    assert f"release='{platform.release()}'" not in res.error.message, res.error.message
 
 
 def test_corpus_key_check_would_see_a_leak(keyed):
