@@ -70,6 +70,16 @@ def positive_int(value: str) -> int:
     return _int_at_least(value, 1)
 
 
+def image_size(value: str) -> int:
+    """--size of a rendered image: 32 .. the scenes' offscreen framebuffer height."""
+    from servers.contract import MAX_IMAGE_PX
+
+    n = _int_at_least(value, 32)
+    if n > MAX_IMAGE_PX:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_IMAGE_PX} (the offscreen framebuffer), got {n}")
+    return n
+
+
 def nonnegative_int(value: str) -> int:
     return _int_at_least(value, 0)
 

@@ -130,7 +130,13 @@ def load_checkpoint(path: str | Path, device: str | torch.device | None = None,
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
-    payload = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file: pickle, zip and torch errors alike
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise ValueError(f"{path} is not a CoDA checkpoint (torch.load: {type(exc).__name__}: {first})") from None
+    if not isinstance(payload, dict):
+        raise ValueError(f"{path} is not a CoDA checkpoint (it holds a {type(payload).__name__}, not a dict)")
     if payload.get("format") != FORMAT_VERSION:
         raise ValueError(f"checkpoint {path} has format {payload.get('format')!r}; this code reads {FORMAT_VERSION}")
     policy_config = PolicyConfig(**payload["policy_config"])

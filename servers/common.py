@@ -60,14 +60,24 @@ EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, LookupError, OSE
 """library exceptions whose message tells the caller what to fix (pydantic's ValidationError is a ValueError)"""
 
 
+MAX_ERROR_CHARS = 2000
+"""an error message longer than this is cut (a message that quotes a huge argument back would flood the client)"""
+
+
 def error_text(exc: BaseException) -> str:
-    """The message of an expected exception, without KeyError's quotes or pydantic's doc links."""
-    if isinstance(exc, KeyError) and len(exc.args) == 1 and type(exc).__str__ is KeyError.__str__:
+    """The message of an expected exception in one line: a pydantic validation error inside a tool as
+    `argument_errors` (paths into the model that failed), without KeyError's quotes or pydantic's doc links, at
+    most MAX_ERROR_CHARS long."""
+    if isinstance(exc, ValidationError):
+        text = f"invalid {exc.title}: {argument_errors(exc, label='')}"
+    elif isinstance(exc, KeyError) and len(exc.args) == 1 and type(exc).__str__ is KeyError.__str__:
         text = str(exc.args[0])
     else:
         text = str(exc)
-    text = re.sub(r"\n\s*For further information visit \S+", "", text)
-    return text or type(exc).__name__
+    text = re.sub(r"\n\s*For further information visit \S+", "", text) or type(exc).__name__
+    if len(text) > MAX_ERROR_CHARS:
+        text = f"{text[:MAX_ERROR_CHARS]}… ({len(text) - MAX_ERROR_CHARS} more characters cut)"
+    return text
 
 
 class HandlerStats:
@@ -110,18 +120,21 @@ class CodaServer(MCPServer):
             raise
 
 
-def argument_errors(exc: ValidationError, limit: int = 5, valid: list[str] | None = None) -> str:
+def argument_errors(exc: ValidationError, limit: int = 5, valid: list[str] | None = None, prefix: str = "",
+                    label: str = "argument ") -> str:
     """One line per validation error is too many for a model: 'argument suites[0]: Input should be 'in', ...
-    (got 'ood'); ...' — the argument path, pydantic's message and the value given, at most `limit` of them. An
-    argument the tool does not take is named with the ones it does (`valid`)."""
+    (got 'ood'); ...' — the argument path (under `prefix`: the argument a model was validated from), pydantic's
+    message and the value given, at most `limit` of them. An argument the tool does not take is named with the
+    ones it does (`valid`)."""
     parts = []
     for e in exc.errors()[:limit]:
-        path = "".join(f"[{x}]" if isinstance(x, int) else (f".{x}" if i else str(x)) for i, x in enumerate(e["loc"]))
+        loc = (prefix, *e["loc"]) if prefix else e["loc"]
+        path = "".join(f"[{x}]" if isinstance(x, int) else (f".{x}" if i else str(x)) for i, x in enumerate(loc))
         if e["type"] == "extra_forbidden" and len(e["loc"]) == 1 and valid is not None:
-            parts.append(f"argument {path}: not an argument of this tool (its arguments: {', '.join(valid)})")
+            parts.append(f"{label}{path}: not an argument of this tool (its arguments: {', '.join(valid)})")
             continue
         got = "" if e["type"] == "missing" else f" (got {e['input']!r:.80})"
-        parts.append(f"argument {path or '?'}: {e['msg']}{got}")
+        parts.append(f"{label}{path or '?'}: {e['msg'][:300]}{got}")
     more = len(exc.errors()) - limit
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 

@@ -16,8 +16,8 @@ MAX_TEXT_CHARS = 4_000
 """longest free-text field (queries, causes, reasons)"""
 MAX_JSON_CHARS = 200_000
 """longest JSON document accepted as an argument (a scene spec)"""
-MAX_IMAGE_PX = 512
-"""largest rendered image side, pixels (per camera)"""
+MAX_IMAGE_PX = 480
+"""largest rendered image side, pixels (per camera): the scenes' offscreen framebuffer is 640 × 480 (sim/compile.py)"""
 MAX_IMAGE_BYTES = 1_000_000
 """largest image returned to a client"""
 MAX_K = 100
@@ -28,3 +28,7 @@ MAX_BATCH = 256
 """most records written per call"""
 MAX_BUDGET = 100_000
 """largest generation budget accepted by the allocator"""
+MAX_NAME_CHARS = 256
+"""longest name inside a record: run id, policy id, spec hash, check name (a run id is a runs/ folder name)"""
+MAX_ITEMS = 256
+"""most items of a list inside a record (variants, subgoals, facts, violations, compile checks)"""

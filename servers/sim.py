@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, Image, MCPServer
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from servers.common import (
     READ_ONLY,
     WRITES_IDEMPOTENT,
     add_completions,
+    argument_errors,
     image_content,
     load_prompts,
     new_server,
@@ -27,7 +28,7 @@ from servers.contract import MAX_IMAGE_PX, MAX_JSON_CHARS, MAX_PAGE, MAX_SOURCE_
 from sim import reference
 from sim.assets import listing
 from sim.assets.listing import AssetPage
-from sim.constants import MAX_OBJECTS
+from sim.constants import MAX_OBJECTS, PhaseName
 from sim.constants import FamilyName as Family
 from sim.engine import planted, programs
 from sim.engine.proxy import ExternalObject
@@ -53,7 +54,10 @@ def spec_of(spec: dict) -> SceneSpec:
     size = len(json.dumps(spec, default=str))
     if size > MAX_JSON_CHARS:
         raise ValueError(f"spec is {size} characters of JSON; the limit is {MAX_JSON_CHARS}")
-    return SceneSpec.model_validate(spec)
+    try:
+        return SceneSpec.model_validate(spec)
+    except ValidationError as exc:
+        raise ValueError(argument_errors(exc, prefix="spec")) from None
 
 
 def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
@@ -187,16 +191,13 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
     @tool(mcp, READ_ONLY)
     def domain_randomize_scene(
         spec: SpecJson,
-        ranges: Annotated[dict[str, tuple[float, float]], Field(
-            description="draw ranges: mass and damping as factors of the category's range and the joint's damping, "
-                        "scale as a factor of the instance's, friction absolute")],
+        ranges: Annotated[programs.DRRanges, Field(
+            description="draw ranges (low, high): mass and damping as factors of the category's range and the "
+                        "joint's damping, scale as a factor of the instance's, friction absolute")],
         rng_state: Annotated[dict[str, Any], Field(description="numpy PCG64 bit-generator state to draw from "
                                                    "(the previous call's rng_state)")],
     ) -> programs.Randomized:
         """The program of a scene with a redrawn layout and every object's attributes drawn from wide ranges (nothing is stored)."""
-        missing = {"mass", "friction", "scale", "damping"} - set(ranges)
-        if missing:
-            raise ValueError(f"ranges lacks {sorted(missing)}")
         return programs.domain_randomize_scene(spec_of(spec), ranges, rng_state)
 
     @tool(mcp, READ_ONLY)
@@ -247,7 +248,7 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
     def potential_template(
         spec: SpecJson,
         factor: Annotated[Literal["task", "spatial", "attribute", "execution"], Field(description="diagnosed factor δ")],
-        phase: Annotated[str, Field(description="diagnosed phase, e.g. 'grasp'", min_length=1, max_length=32)],
+        phase: Annotated[PhaseName, Field(description="diagnosed phase")],
         cause: Annotated[str, Field(description="the diagnosis' cause sentence (objects it names refine the template)",
                                     max_length=MAX_TEXT_CHARS)],
         learning_tool: Annotated[Literal["bc", "awr_shaped", "reevaluate", "return_to_engine"], Field(
@@ -268,6 +269,8 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
         stop: Annotated[int, Field(description="try index to stop before", ge=1, le=100_000)] = 100,
     ) -> planted.PlantedPage:
         """Failed rollouts with planted difficulties of known factor and phase, as critic evidence (a labelled benchmark)."""
+        if stop <= start:
+            raise ValueError(f"stop ({stop}) must be above start ({start}): the page's tries are start .. stop - 1")
         return planted.planted_page(n, seed, tuple(families), start, stop)
 
     @resource(mcp, "sim://sdk", name="sdk", description="scene-program SDK reference", mime_type="text/markdown")

@@ -121,5 +121,7 @@ OBS_PROPRIO = "proprio"
 OBS_INSTRUCTION = "instruction"
 """str: the task instruction"""
 
-PHASES = ("approach", "grasp", "lift", "transport", "place", "release", "open", "close", "other")
+PhaseName = Literal["approach", "grasp", "lift", "transport", "place", "release", "open", "close", "other"]
+"""a trajectory phase (the type of tool arguments and schema fields)"""
+PHASES: tuple[str, ...] = get_args(PhaseName)
 """trajectory phases used by rollout evidence, diagnoses and training programs"""

@@ -36,6 +36,13 @@ CASES = [
     (["eval", "--policy", "{tmp}/p.pt", "--programs", "{tmp}/none.py"], ["none.py", "no such scene program"]),
     (["eval", "--policy", "{tmp}/p.pt", "--programs", "{tmp}"], ["holds no scene programs"]),
     (["eval", "--policy", "{tmp}/p.pt", "--family", "stack", "--programs", "{tmp}"], ["exclude each other"]),
+    (["run", "--runs-dir", "{tmp}/runs", "--name", "nope", "--resume"], ["--resume", "no run to continue", "nope"]),
+    (["run", "--runs-dir", "{tmp}/runs", "--resume"], ["--resume", "--name"]),
+    (["verify", "{tmp}/scene.py", "--seed", "-5"], ["--seed", ">= 0", "-5"]),
+    (["serve", "sim", "--run-dir", ""], ["--run-dir", "empty"]),
+    (["serve", "memory", "--run-dir", "{tmp}/rd/x", "--memory-uri", "/proc/nonexistent/mem"],
+     ["--memory-uri", "/proc/nonexistent/mem", "cannot start"]),
+    (["sim", "render", "--family", "stack", "--size", "500"], ["--size", "<= 480", "500"]),
 ]
 
 
@@ -54,6 +61,17 @@ def test_bad_input_one_line_nonzero_nothing_created(argv, words, tmp_path):
         assert word in lines[0], lines[0]
     assert "--api-key" not in lines[0]  # no flag the CLI does not have
     assert set(tmp_path.rglob("*")) == before  # no run folder, store or file as a side effect
+
+
+def test_eval_of_a_file_that_is_no_checkpoint_says_so_in_one_line(tmp_path):
+    bad = tmp_path / "notes.pt"
+    bad.write_text("not a checkpoint\n")
+    proc = subprocess.run([sys.executable, "-m", "coda.cli", "eval", "--policy", str(bad), "--family", "stack",
+                           "--n", "1"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "notes.pt is not a CoDA checkpoint" in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.pt"]
 
 
 def test_human_output_prints_tables_and_lists_plainly(capsys):

@@ -90,8 +90,16 @@ def run(args) -> int:
     except (ValueError, RuntimeError) as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
         return 2
+    if args.resume and not args.name:
+        print(f"coda {args.command}: --resume continues a named run: add --name NAME (a folder of {args.runs_dir})",
+              file=sys.stderr)
+        return 2
     name = args.name or time.strftime("%Y%m%d-%H%M%S")
     run_dir = (Path(args.runs_dir) / name).resolve()
+    if args.resume and not (run_dir / "state.json").exists():
+        print(f"coda {args.command}: --resume: no run to continue in {run_dir} (no state.json); drop --resume to "
+              "start it", file=sys.stderr)
+        return 2
     if run_dir.exists() and (run_dir / "state.json").exists() and not args.resume:
         print(f"{run_dir} already holds a run; pass --resume to continue it or choose another --name",
               file=sys.stderr)

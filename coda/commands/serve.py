@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -133,8 +134,18 @@ def run(args) -> int:
         except ValueError as exc:
             print(f"coda serve: {exc}", file=sys.stderr)
             return 2
+    if not args.run_dir.strip():
+        print("coda serve: --run-dir is empty; give the run directory the server keeps its files in "
+              f"(default {DEFAULT_RUN_DIR})", file=sys.stderr)
+        return 2
     run_dir = Path(args.run_dir).expanduser().resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    created = next((p for p in (run_dir, *run_dir.parents) if p.parent.exists()), None) if not run_dir.exists() \
+        else None  # the outermost folder this command makes: removed again when the server cannot start
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"coda serve: cannot make the --run-dir {run_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     http = None
     if args.transport == "http":
         try:
@@ -156,8 +167,19 @@ def run(args) -> int:
     from sim.sandbox.isolation import no_dump
 
     no_dump()  # a server may hold keys in its environment: closed to other processes' /proc reads
-    server = build(args.server, run_dir, embedder=embedder, workers=args.workers, executor=args.executor,
-                   ray_address=args.ray_address, memory_uri=args.memory_uri, robot=robot,
-                   import_dir=Path(args.import_checkpoints).expanduser().resolve() if args.import_checkpoints else None)
+    try:
+        server = build(args.server, run_dir, embedder=embedder, workers=args.workers, executor=args.executor,
+                       ray_address=args.ray_address, memory_uri=args.memory_uri, robot=robot,
+                       import_dir=Path(args.import_checkpoints).expanduser().resolve() if args.import_checkpoints
+                       else None)
+    except BaseException as exc:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        if not isinstance(exc, (ValueError, OSError)):
+            raise
+        where = f"--memory-uri {args.memory_uri}" if args.server == "memory" and args.memory_uri else \
+            f"--run-dir {run_dir}"
+        print(f"coda serve: the {args.server} server cannot start on {where}: {exc}", file=sys.stderr)
+        return 2
     serve(server, http)
     return 0

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from coda.cli import emit
-from coda.options import add_executor_arguments, executor_from_args, family_choices, positive_int
+from coda.options import add_executor_arguments, executor_from_args, family_choices, image_size, positive_int
 from sim.constants import ROBOTS
 
 
@@ -37,7 +37,7 @@ def register(sub, name: str) -> None:
     p.add_argument("program", nargs="?", help="scene program .py (omit with --family)")
     p.add_argument("--family", choices=family_choices(), help="render this family's seed scene instead of a program")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--size", type=positive_int, default=224)
+    p.add_argument("--size", type=image_size, default=224, help="pixels per camera side (32..480)")
     p.add_argument("--out", default="scene.png")
     p.set_defaults(func=cmd_render)
 

@@ -11,10 +11,10 @@ is stored.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sim.engine import variations as V
 from sim.spec import SceneSpec
@@ -39,6 +39,30 @@ class Variants(BaseModel):
     programs: list[SceneProgram]
     roles: dict[str, str] = Field(description="objects the operators acted on, by role (defaults and given roles)")
     log: list[str] = Field(description="why draws did not apply (operator: reason)")
+
+
+DRFactor = Annotated[float, Field(gt=0.0, le=100.0, allow_inf_nan=False)]
+"""a domain-randomization factor or value: finite, in (0, 100] (the spec's attribute bounds)"""
+
+
+class DRRanges(BaseModel):
+    """Draw ranges of domain randomization, each (low, high) with low ≤ high (`sim.engine.variations.domain_randomize`;
+    the `domain_rand` baseline's are `agent.methods.DR_RANGES`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    mass: tuple[DRFactor, DRFactor] = Field(description="factors of the category's mass range (low end × low … "
+                                                        "high end × high), drawn log-uniformly")
+    friction: tuple[DRFactor, DRFactor] = Field(description="absolute sliding friction")
+    scale: tuple[DRFactor, DRFactor] = Field(description="factors of the instance's size")
+    damping: tuple[DRFactor, DRFactor] = Field(description="factors of an articulated joint's damping")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DRRanges:
+        for name in ("mass", "friction", "scale", "damping"):
+            low, high = getattr(self, name)
+            if low > high:
+                raise ValueError(f"{name}: low {low:g} is above high {high:g}")
+        return self
 
 
 class Randomized(BaseModel):
@@ -78,6 +102,14 @@ def vary_scene(spec: SceneSpec, factor: str, n: int, seed: int = 0, operators: t
     unknown = [o for o in operators if o not in valid]
     if unknown:
         raise ValueError(f"unknown {factor} operators {unknown}; valid: {', '.join(valid)}")
+    role_names = V.role_names()
+    bad_roles = sorted(set(roles or {}) - set(role_names))
+    if bad_roles:
+        raise ValueError(f"roles: unknown role(s) {bad_roles}; valid roles: {', '.join(role_names)}")
+    names = spec.object_names()
+    bad_objects = {k: v for k, v in (roles or {}).items() if v not in names}
+    if bad_objects:
+        raise ValueError(f"roles: {bad_objects} name(s) no object of the scene; its objects: {', '.join(names)}")
     bound = {**V.default_roles(spec), **(roles or {})}
     log: list[str] = []
     made = V.vary(spec, factor, n, seed, tuple(operators), bound, max_tries, verify, log)
@@ -88,7 +120,12 @@ def domain_randomize_scene(spec: SceneSpec, ranges: dict, rng_state: dict[str, A
     """`spec` domain-randomized (`sim.engine.variations.domain_randomize`) with the numpy generator whose
     bit-generator state is `rng_state`; returns the program and the state after the draws."""
     rng = np.random.default_rng()
-    rng.bit_generator.state = rng_state
+    try:
+        rng.bit_generator.state = rng_state
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
+        raise ValueError(f"rng_state is not a numpy PCG64 bit-generator state ({type(exc).__name__}: {exc}); pass "
+                         "np.random.default_rng(seed).bit_generator.state or the previous call's rng_state") from None
+    ranges = DRRanges.model_validate(ranges).model_dump() if not isinstance(ranges, DRRanges) else ranges.model_dump()
     new = V.domain_randomize(spec, rng, ranges)
     return Randomized(program=program_of(new), rng_state=rng.bit_generator.state)
 

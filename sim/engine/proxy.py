@@ -16,10 +16,10 @@ like any scene.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from sim import assets
 from sim.assets.types import ArticulatedAsset
@@ -42,14 +42,22 @@ DEST_ROLES = ("support", "receptacle")
 Role = Literal[ROLES]  # type: ignore[valid-type]
 
 
+Coordinate = Annotated[float, Field(ge=-10.0, le=10.0, allow_inf_nan=False)]
+"""a position component of an external object (m): finite, within 10 m of the robot's base"""
+HalfExtent = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+"""a half extent of an external object (m): finite, not negative, at most 1 m"""
+
+
 class ExternalObject(BaseModel):
     """One object of an external episode at reset, in this project's frame (metres, table top at z = 0)."""
 
+    model_config = ConfigDict(extra="forbid")
     role: Role = Field(description="the object's role in the external task (target, support, receptacle, articulated)")
-    pos: tuple[float, float, float] = Field(description="position at reset (x, y, z)")
-    half_extent: tuple[float, float, float] = Field(description="half extents (m)")
-    name: str = Field("", description="the benchmark's name for it (informational)")
-    category: str = Field("", description="the nearest category of this project's asset pool (informational)")
+    pos: tuple[Coordinate, Coordinate, Coordinate] = Field(description="position at reset (x, y, z), metres")
+    half_extent: tuple[HalfExtent, HalfExtent, HalfExtent] = Field(description="half extents (m)")
+    name: str = Field("", max_length=128, description="the benchmark's name for it (informational)")
+    category: str = Field("", max_length=128, description="the nearest category of this project's asset pool "
+                                                          "(informational)")
 
 
 def proxy_scene(spec: SceneSpec, objects: list[ExternalObject | dict], *, source: str = "", seed: int = 0

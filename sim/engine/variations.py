@@ -440,6 +440,14 @@ def operator_table(factor: str) -> dict:
     return {**OPERATORS[factor], **UNDO.get(factor, {}), **LOCAL.get(factor, {})}
 
 
+def role_names() -> list[str]:
+    """The roles operators take objects by (their object parameters: required or defaulting to None), sorted."""
+    return sorted({p for factor in OPERATORS for fn in operator_table(factor).values()
+                   for p, v in inspect.signature(fn).parameters.items()
+                   if p not in ("spec", "rng") and v.kind is not inspect.Parameter.VAR_KEYWORD
+                   and (v.default is inspect.Parameter.empty or v.default is None)})
+
+
 def apply_operator(name: str, factor: str, spec: SceneSpec, rng, roles: dict[str, str]) -> SceneSpec:
     """`operator_table(factor)[name]` with the role-bound objects it takes."""
     fn = operator_table(factor)[name]

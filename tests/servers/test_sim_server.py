@@ -173,7 +173,7 @@ def test_engine_tools_make_programs_without_storing(server):
             assert set(ops) == {"task", "layout", "attributes"} and "resample" in ops["layout"]
             assert "unknown layout operators ['fly']" in await err(c, "vary_scene", {
                 "spec": spec, "factor": "layout", "n": 1, "operators": ["fly"]})
-            assert "ranges lacks" in await err(c, "domain_randomize_scene", {
+            assert "argument ranges.friction: Field required" in await err(c, "domain_randomize_scene", {
                 "spec": spec, "ranges": {"mass": [1, 2]}, "rng_state": {}})
             source = await ok(c, "potential_template", {"spec": spec, "factor": "spatial", "phase": "approach",
                                                          "cause": "the gripper hit the bowl"})
@@ -192,3 +192,42 @@ def spec_hash_of(spec: dict) -> str:
     from sim.spec import SceneSpec
 
     return SceneSpec.model_validate(spec).spec_hash()
+
+
+def test_engine_tools_refuse_bad_values_naming_them(server):
+    """Values that used to pass into the engine (NaN, reversed or unknown ranges, a foreign generator state,
+    unknown roles or objects, a non-finite external position, an empty page) are refused, naming the argument."""
+    ranges = {"mass": [0.5, 2.0], "friction": [0.3, 1.5], "scale": [0.92, 1.08], "damping": [0.5, 5.0]}
+
+    async def main():
+        async with Client(server) as c:
+            spec = (await ok(c, "get_scene", {"scene_id": (await ok(c, "sample_scene", {
+                "family": "pick_place", "seed": 3}))["scene_id"]}))["spec"]
+            state = {"bit_generator": "PCG64", "state": {"state": 1, "inc": 1}, "has_uint32": 0, "uinteger": 0}
+            dr = {"spec": spec, "ranges": ranges, "rng_state": state}
+            assert (await ok(c, "domain_randomize_scene", dr))["program"]["source"]
+            assert "ranges.mass[0]: Input should be a finite number" in await err(
+                c, "domain_randomize_scene", {**dr, "ranges": {**ranges, "mass": ["NaN", 2.0]}})
+            assert "scale: low 2 is above high 1" in await err(
+                c, "domain_randomize_scene", {**dr, "ranges": {**ranges, "scale": [2.0, 1.0]}})
+            assert "ranges.bogus" in await err(c, "domain_randomize_scene", {**dr, "ranges": {**ranges, "bogus": [1, 1]}})
+            assert "rng_state is not a numpy PCG64" in await err(
+                c, "domain_randomize_scene", {**dr, "rng_state": {**state, "state": {"state": -1, "inc": 1}}})
+            assert "unknown role(s) ['nope']; valid roles: dest, mover, obstacle, target" in await err(
+                c, "vary_scene", {"spec": spec, "factor": "layout", "n": 1, "roles": {"nope": "mug"}})
+            assert "name(s) no object of the scene" in await err(
+                c, "vary_scene", {"spec": spec, "factor": "layout", "n": 1, "roles": {"target": "no_such"}})
+            assert "objects[0].pos[0]: Input should be a finite number" in await err(c, "proxy_scene", {
+                "spec": spec, "objects": [{"role": "target", "pos": ["NaN", 0, 0.03], "half_extent": [0.02] * 3}]})
+            assert "objects[0].half_extent[0]" in await err(c, "proxy_scene", {
+                "spec": spec, "objects": [{"role": "target", "pos": [0.5, 0, 0.03], "half_extent": [-0.02] * 3}]})
+            assert "argument phase" in await err(c, "potential_template", {
+                "spec": spec, "factor": "spatial", "phase": "flying", "cause": "the gripper hit the bowl"})
+            assert "stop (10) must be above start (50)" in await err(c, "plant_failures", {"n": 2, "start": 50,
+                                                                                            "stop": 10})
+            malformed = await err(c, "scene_program", {"spec": {}})
+            assert "argument spec.seed: Field required" in malformed and "\n" not in malformed
+            long = await err(c, "list_assets", {"tag": "x" * 100_000})
+            assert len(long) < 2_200 and "characters cut" in long
+
+    run(main())
