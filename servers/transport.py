@@ -142,8 +142,10 @@ def serve(server: MCPServer, http: HttpOptions | None = None) -> None:
     """Serve over stdio (http=None) or streamable HTTP; returns when the transport closes (stdin reaches its end —
     the client closed it or died —, or the HTTP server was stopped) after `end_jobs`."""
     if http is None:
-        server.run("stdio")
-        end_jobs(server.name)
+        try:
+            server.run("stdio")
+        finally:  # also when the transport fails: a write to a client that died raises BrokenPipeError
+            end_jobs(server.name)
         return
     import anyio
     import uvicorn
@@ -155,8 +157,10 @@ def serve(server: MCPServer, http: HttpOptions | None = None) -> None:
     warning = no_token_warning(server.name, http)
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    anyio.run(uvicorn.Server(config).serve)
-    end_jobs(server.name)
+    try:
+        anyio.run(uvicorn.Server(config).serve)
+    finally:
+        end_jobs(server.name)
 
 
 JOB_GRACE_S = 5.0

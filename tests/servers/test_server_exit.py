@@ -108,3 +108,23 @@ def test_stop_all_jobs_cancels_queued_jobs_at_once():
     assert stop_all_jobs(grace_s=5.0) == []
     assert time.monotonic() - start < 2.0
     assert jobs.status(queued).state == "cancelled" and jobs.status(running).state == "cancelled"
+
+
+def test_a_client_that_died_mid_answer_still_ends_the_jobs(tmp_path):
+    """A client killed while its server answers: the answer meets a broken pipe, which ends the transport with an
+    error — the jobs still end with it instead of keeping the orphan server busy."""
+    proc, ids = _session(tmp_path, ["stubborn"])
+    proc.stdout.close()  # nobody reads the answers any more
+    start = time.monotonic()
+    request = {"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "start",
+                                                                             "arguments": {"kind": "stubborn"}}}
+    try:
+        proc.stdin.write((json.dumps(request) + "\n").encode())
+        proc.stdin.flush()
+        time.sleep(0.5)  # its answer is written into the closed pipe
+        proc.stdin.close()
+    except BrokenPipeError:  # the server is already gone
+        pass
+    proc.wait(timeout=JOB_GRACE_S + 30)
+    assert time.monotonic() - start < JOB_GRACE_S + 30
+    assert _states(tmp_path, ids[:1]) == ["running"]  # ended with the process; the next server reports it interrupted
