@@ -115,7 +115,6 @@ def test_a_client_that_died_mid_answer_still_ends_the_jobs(tmp_path):
     error — the jobs still end with it instead of keeping the orphan server busy."""
     proc, ids = _session(tmp_path, ["stubborn"])
     proc.stdout.close()  # nobody reads the answers any more
-    start = time.monotonic()
     request = {"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "start",
                                                                              "arguments": {"kind": "stubborn"}}}
     try:
@@ -125,6 +124,9 @@ def test_a_client_that_died_mid_answer_still_ends_the_jobs(tmp_path):
         proc.stdin.close()
     except BrokenPipeError:  # the server is already gone
         pass
-    proc.wait(timeout=JOB_GRACE_S + 30)
-    assert time.monotonic() - start < JOB_GRACE_S + 30
+    try:
+        proc.wait(timeout=JOB_GRACE_S + 30)
+    finally:
+        if proc.poll() is None:  # the failure this test looks for: do not leave the orphan behind
+            proc.kill()
     assert _states(tmp_path, ids[:1]) == ["running"]  # ended with the process; the next server reports it interrupted
