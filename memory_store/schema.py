@@ -5,7 +5,9 @@ become typed columns (filterable in `where` clauses); lists, dicts and nested mo
 strings; the two vector fields (`Diagnosis.embedding`, `Mode.centroid`) are fixed-size float32 columns of
 `EMBED_DIM` values. `TABLES` maps table names to models; `arrow_schema(model)` derives the column layout.
 Ids, and the ids a record refers to, match `RECORD_ID_PATTERN`; numbers (float fields and numbers inside JSON
-fields) are finite. The closed vocabularies (phase, factor, family, role, batch, ...) and record ids are named
+fields) are finite; rates lie in [0, 1], and rounds, counts, steps and seeds are ≥ 0 and at most `MAX_ROUND`,
+`MAX_ROLLOUTS`, `MAX_STEPS` and `MAX_SEED` (each fits the int64 column). Nested values refuse keys they do not
+define, as records do. The closed vocabularies (phase, factor, family, role, batch, ...) and record ids are named
 types (`TypeAliasType`): each is one `$defs` entry of a JSON schema, shared by every field that uses it.
 """
 
@@ -46,6 +48,14 @@ LEARNING_TOOLS = ("bc", "awr_shaped", "reevaluate", "return_to_engine")
 RECORD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 """ids of records and the ids a record refers to (scene, rollout, mode ids): letters, digits, '_', '.', ':', '-';
 no slashes, no leading dot, no quotes or spaces (the same pattern as `sim.fileio.RECORD_ID_PATTERN`)"""
+MAX_ROUND = 10_000
+"""largest co-evolution round a record or tool takes"""
+MAX_ROLLOUTS = 1_000_000
+"""most rollouts behind one success rate (a scene's n_rollouts, the n of a mode's hardness)"""
+MAX_STEPS = 1_000_000
+"""most control steps of one rollout (and the largest step index in evidence)"""
+MAX_SEED = 2**63 - 1
+"""largest seed a rollout record takes (the int64 column's maximum)"""
 
 
 def now_iso() -> str:
@@ -53,8 +63,8 @@ def now_iso() -> str:
 
 
 def _one_of(value: str, valid: tuple[str, ...], what: str) -> str:
-    if value not in valid:
-        raise ValueError(f"unknown {what} {value!r}; valid values: {', '.join(valid)}")
+    if value not in valid:  # the value shortened: a megabyte of it is no help in a one-line error
+        raise ValueError(f"unknown {what} {value!r:.80}; valid values: {', '.join(valid)}")
     return value
 
 
@@ -120,44 +130,49 @@ class Record(BaseModel):
     id: RecordId = Field(description="unique id; writing it again replaces the record")
     created_at: str = Field(default_factory=now_iso, description="ISO-8601 UTC creation time (default: now)")
     run_id: str = Field(default="", description="the run that wrote it")
-    round: int | None = Field(default=None, description="co-evolution round")
+    round: int | None = Field(default=None, ge=0, le=MAX_ROUND, description="co-evolution round")
 
 
 # --- nested values (stored as JSON) ---------------------------------------------------------------
 # Comments, not docstrings: a nested model's docstring would be sent in every tool schema that holds it.
 
 
-class Violation(BaseModel):  # a verifier check the scene failed
+class Nested(BaseModel):  # a nested value refuses keys it does not define (a misspelt key is an error, not lost)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class Violation(Nested):  # a verifier check the scene failed
     check: str = Field(description="the check's name, e.g. collision_free")
     message: str = Field(description="what failed and what to change")
     objects: list[str] = Field(default_factory=list, description="objects involved")
 
 
-class Repair(BaseModel):  # an earlier attempt at a scene program
+class Repair(Nested):  # an earlier attempt at a scene program
     attempt: int = Field(description="attempt number")
     error: str = Field(description="why it failed")
     program: str = Field("", description="the program tried")
 
 
-class Evidence(BaseModel):  # what a diagnosis rests on
-    step_indices: list[int] = Field(default_factory=list, description="control steps that show the failure")
+class Evidence(Nested):  # what a diagnosis rests on
+    step_indices: list[Annotated[int, Field(ge=0, le=MAX_STEPS)]] = Field(
+        default_factory=list, description="control steps that show the failure")
     state_facts: list[str] = Field(default_factory=list, description="short facts relied on")
     keyframe_paths: list[str] = Field(default_factory=list, description="keyframe images")
     extra: JsonDict = Field(default_factory=dict, description="anything else, as a JSON object")
 
 
-class HistoryEvent(BaseModel):  # one event in a mode's history
+class HistoryEvent(Nested):  # one event in a mode's history
     round: int | None = Field(description="round of the event")
     event: str = Field(description="what happened, e.g. created, visited, status")
     values: JsonDict = Field(default_factory=dict, description="its numbers")
 
 
-class CompileCheck(BaseModel):  # one check of a generation program's variants
+class CompileCheck(Nested):  # one check of a generation program's variants
     ok: bool = Field(description="the check passed")
     message: str = Field("", description="what failed")
 
 
-class Relation(BaseModel):  # a predicate the bound objects must allow, e.g. inside(target, receptacle)
+class Relation(Nested):  # a predicate the bound objects must allow, e.g. inside(target, receptacle)
     predicate: str = Field(description="predicate name, e.g. inside")
     roles: list[Role] = Field(description="the roles it relates, in argument order")
     requires: dict[str, list[str]] = Field(
@@ -176,8 +191,8 @@ class SceneRecord(Record):
     verified: bool = Field(False, description="the scene passed the verifier")
     violations: list[Violation] = Field(default_factory=list, description="the checks it failed")
     repairs: list[Repair] = Field(default_factory=list, description="prior attempts and their errors")
-    success_rate: float | None = Field(default=None, description="p̂(s), success over n_rollouts")
-    n_rollouts: int = Field(0, description="rollouts behind success_rate")
+    success_rate: float | None = Field(default=None, ge=0.0, le=1.0, description="p̂(s), success over n_rollouts")
+    n_rollouts: int = Field(0, ge=0, le=MAX_ROLLOUTS, description="rollouts behind success_rate")
     learning_progress: float | None = Field(default=None, description="LV(s)")
     mode_id: RecordId | None = Field(None, description="the difficulty mode the scene targets")
     batch: Batch = Field("seed", description="why the scene was made")
@@ -192,9 +207,9 @@ class RolloutRecord(Record):
     policy_id: str | None = Field(None, description="the policy that acted (default: '<run_id>@r<round>', or "
                                                     "run_id without a round)")
     success: bool = Field(description="the task's success predicate held")
-    steps: int = Field(ge=0, description="control steps")
+    steps: int = Field(ge=0, le=MAX_STEPS, description="control steps")
     episode_return: float | None = Field(None, description="the episode return (default: 1.0 on success, else 0.0)")
-    seed: int | None = Field(None, description="the rollout's seed, where known")
+    seed: int | None = Field(None, ge=0, le=MAX_SEED, description="the rollout's seed, where known")
     phase_reached: Phase = Field("other", description="furthest phase reached (default: other, not measured)")
     summary: JsonDict = Field(default_factory=dict, description="light summary, no trajectories")
 
@@ -259,7 +274,7 @@ class GenerationProgram(Record):
                                                description="relations the bound objects must allow")
     roles: list[Role] = Field(default_factory=list, description="the roles its objects play")
     family: OptionalFamily = Field("", description="task family ('': any)")
-    success_on_variants: float | None = Field(None, description="policy success on the variants")
+    success_on_variants: float | None = Field(None, ge=0.0, le=1.0, description="policy success on the variants")
     in_pool: bool = Field(default=True, description="inside the success band (true until measured)")
 
 

@@ -102,6 +102,12 @@ class ExportResult(BaseModel):
     rows: dict[str, int]
 
 
+def check_band(band: tuple[float, float]) -> None:
+    """The success band (band_low, band_high) of allocate_budget and update_hardness: low ≤ high."""
+    if band[0] > band[1]:
+        raise ValueError(f"band_low must not exceed band_high, got {band}")
+
+
 def mode_summary(m: Mode) -> ModeSummary:
     return ModeSummary(**m.model_dump(include=set(ModeSummary.model_fields)))
 
@@ -187,6 +193,7 @@ class MemoryService:
     def hardness(self, mode_id: str, successes: int | None, n: int | None, policy_id: str | None = None,
                  round_: int | None = None, band: tuple[float, float] = DEFAULT_BAND) -> ModeSummary:
         """Set p̂_j from given counts, or from the stored rollouts on the mode's scenes when counts are omitted."""
+        check_band(band)
         if (successes is None) != (n is None):
             raise ValueError("give both successes and n, or neither (then they are counted from stored rollouts)")
         if successes is None:
@@ -200,8 +207,7 @@ class MemoryService:
                  band: tuple[float, float] = DEFAULT_BAND, c: float = UCB_C, round_: int | None = None,
                  record_visits: bool = True) -> AllocationResult:
         """Split a round's budget over the modes; optionally count the units as visits of each mode."""
-        if band[0] > band[1]:
-            raise ValueError(f"band_low must not exceed band_high, got {band}")
+        check_band(band)
         with self._lock, self.store.lock("modes"):
             modes = self.store.records("modes")
             plan = allocate(modes, budget, eps_novel=eps_novel, eps_replay=eps_replay, c=c, band=band)

@@ -296,6 +296,15 @@ class MemoryStore:
         rows = self.records(kind, f"id = {sql_str(id)}", limit=1)
         return rows[0] if rows else None
 
+    def existing_ids(self, kind, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` that the table holds (reads the id column only)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return set()
+        where = f"id IN ({', '.join(sql_str(i) for i in wanted)})"
+        query = self.table(kind).search().where(where).select(["id"]).limit(len(wanted))
+        return set(query.to_arrow().column("id").to_pylist())
+
     def records(self, kind, where: str | None = None, *, limit: int | None = None) -> list[Record]:
         """Records of a table (latest version), optionally filtered by a SQL `where` clause."""
         name = table_name(kind)

@@ -258,8 +258,8 @@ def test_memory_server_on_a_read_only_run_directory(tmp_path):
     scratch = Scratch(tmp_path / "run")
     try:
         with SyncClient(build_server(scratch.path, embedder=HashingEmbedder())) as client:
-            assert not client.call("record_rollouts", {"rollouts": [_rollout(1), _rollout(2)]}).is_error
             assert not client.call("record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p"}}).is_error
+            assert not client.call("record_rollouts", {"rollouts": [_rollout(1), _rollout(2)]}).is_error
             scratch.read_only()
             writes = {
                 "record_rollouts": {"rollouts": [_rollout(3), _rollout(4), _rollout(5)]},
@@ -292,6 +292,7 @@ def test_memory_server_on_a_full_disk_stores_whole_batches_only(tmp_path):
     scratch = Scratch(tmp_path / "run", size="3m")
     try:
         with SyncClient(build_server(scratch.path, embedder=HashingEmbedder())) as client:
+            assert not client.call("record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p"}}).is_error
             batches, error = 0, ""
             for b in range(60):  # ~300 kB of incompressible text per batch
                 result = client.call("record_rollouts", {"rollouts": [_rollout(100 * b + i, os.urandom(1500).hex())

@@ -206,6 +206,7 @@ def test_servers_of_two_run_dirs_share_one_memory_uri(tmp_path):
 
     async def main():
         async with Client(a) as ca, Client(b) as cb:
+            await ok(ca, "record_scene", {"scene": {"id": "s" * 16, "family": "stack", "program": "p"}})
             assert (await ok(ca, "record_rollouts", {"rollouts": [rollout]}))["inserted"] == 1
             return await ok(cb, "memory_status", {})
 
@@ -220,7 +221,7 @@ HOSTILE_IDS = ["../../etc/passwd", "a' OR '1'='1", ".hidden", "a/b", "x" * 129]
 def test_ids_from_clients_follow_the_documented_pattern(server, tmp_path):
     """Issue 17: record ids such as `../../etc/passwd` and `a' OR '1'='1` were stored; every id a client supplies
     (tool arguments and ids inside records) must match RECORD_ID_PATTERN, and the error names the argument."""
-    rollout = {"id": "r1", "scene_id": "s1", "policy_id": "run@r0", "success": True, "steps": 3,
+    rollout = {"id": "r1", "scene_id": SCENE, "policy_id": "run@r0", "success": True, "steps": 3,
                "episode_return": 1.0, "seed": 0, "phase_reached": "grasp"}
 
     async def main():
@@ -266,7 +267,7 @@ def test_ids_from_clients_follow_the_documented_pattern(server, tmp_path):
 
 def test_non_finite_numbers_are_refused(server, tmp_path):
     """Issue 17: NaN and Infinity were stored in success_rate and episode_return and exported as `NaN`."""
-    rollout = {"id": "r1", "scene_id": "s1", "policy_id": "p0", "success": True, "steps": 3,
+    rollout = {"id": "r1", "scene_id": SCENE, "policy_id": "p0", "success": True, "steps": 3,
                "episode_return": 1.0, "seed": 0, "phase_reached": "grasp"}
 
     async def main():
@@ -403,5 +404,191 @@ def test_record_diagnosis_refuses_an_unknown_scene(server):
             assert (await ok(c, "record_diagnosis", diagnosis(2, "misses the handle", scene_id="mine")))["created_mode"]
             assert (await ok(c, "record_diagnosis", diagnosis(3, "drops the cup", phase="lift")))["created_mode"]
             assert (await ok(c, "memory_status", {}))["rows"]["modes"] == 2
+
+    run(main())
+
+
+# --- hostile arguments: refused with the argument named, nothing stored, no internal errors -------------------
+
+EMPTY = {"scenes": 0, "rollouts": 0, "diagnoses": 0, "modes": 0, "generation_programs": 0, "training_programs": 0}
+ROLLOUT = {"id": "r1", "scene_id": SCENE, "success": False, "steps": 3}
+BIG = "x" * 1_000_000
+
+
+async def rows(c) -> dict:
+    return (await ok(c, "memory_status", {}))["rows"]
+
+
+async def refused(c, tool_name: str, args: dict, *named: str) -> str:
+    """The call fails with a one-line message naming `named` that is not an internal error."""
+    message = await err(c, tool_name, args)
+    assert "internal error" not in message and "\n" not in message, message
+    for part in named:
+        assert part in message, (part, message[:300])
+    return message
+
+
+def test_integers_beyond_int64_are_refused_with_their_bounds(server):
+    """Hostile pass: 10**30 in an integer field reached pyarrow's int64 column: 'internal error (OverflowError)'."""
+    huge = 10**30
+    scene = {"id": "s1", "family": "stack", "program": "p"}
+
+    async def main():
+        async with Client(server) as c:
+            for field in ("n_rollouts", "round"):
+                await refused(c, "record_scene", {"scene": {**scene, field: huge}}, f"scene.{field}", "less than")
+            for field in ("steps", "seed", "round"):
+                await refused(c, "record_rollouts", {"rollouts": [{**ROLLOUT, field: huge}]}, f"rollouts[0].{field}",
+                              "less than")
+            await refused(c, "record_diagnosis", diagnosis(1, "misses the handle", round=huge), "diagnosis.round")
+            assert await rows(c) == EMPTY
+            mode_id = (await ok(c, "record_diagnosis", diagnosis(1, "misses the handle")))["mode_id"]
+            for args in ({"n": huge, "successes": 1}, {"n": 4, "successes": huge}, {"n": 4, "successes": 1,
+                                                                                    "round": huge}):
+                await refused(c, "update_hardness", {"mode_id": mode_id, **args}, "less than")
+            await refused(c, "allocate_budget", {"budget": 8, "round": huge}, "argument round")
+            await refused(c, "update_learning_progress", {"mode_id": mode_id, "before": 0.1, "after": 0.2,
+                                                          "updates": huge}, "argument updates")
+            mode = await ok(c, "get_mode", {"mode_id": mode_id})
+            assert (mode["hardness"], mode["visits"], mode["importance"]) == (None, 0, 0.0)
+            assert [e["event"] for e in mode["history"]] == ["created"]
+            # the largest recorded seed is the int64 column's maximum
+            assert (await ok(c, "record_rollouts", {"rollouts": [{**ROLLOUT, "seed": 2**63 - 1}]}))["inserted"] == 1
+
+    run(main())
+
+
+def test_unknown_keys_in_nested_records_are_refused(server):
+    """Hostile pass: diagnosis.phse, diagnosis.mode_id and diagnosis.embedding were dropped without a word; the
+    embedding and the mode are the server's to compute."""
+
+    async def main():
+        async with Client(server) as c:
+            for key, value in (("phse", "lift"), ("mode_id", "forced"), ("embedding", [0.1] * 384)):
+                await refused(c, "record_diagnosis", diagnosis(1, "misses the handle", **{key: value}),
+                              f"diagnosis.{key}", "Extra inputs are not permitted")
+            await refused(c, "record_diagnosis", diagnosis(1, "x", evidence={"step_index": [3]}),
+                          "diagnosis.evidence.step_index")
+            await refused(c, "record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p",
+                                                        "violations": [{"check": "c", "message": "m", "why": "?"}]}},
+                          "scene.violations[0].why")
+            assert await rows(c) == EMPTY
+
+    run(main())
+
+
+def test_rates_counts_and_rounds_out_of_range_are_refused(server):
+    """Hostile pass: success_rate=-1, n_rollouts=-5, round=-3, success_on_variants=1e30 and n=10**9 were stored."""
+
+    async def main():
+        async with Client(server) as c:
+            text = await refused(c, "record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p",
+                                                               "success_rate": -1, "n_rollouts": -5, "round": -3}},
+                                 "scene.success_rate", "scene.n_rollouts", "scene.round")
+            assert "greater than or equal to 0" in text
+            await refused(c, "record_scene", {"scene": {"id": "s1", "family": "stack", "program": "p",
+                                                        "success_rate": 1.5}}, "scene.success_rate")
+            await refused(c, "record_rollouts", {"rollouts": [{**ROLLOUT, "seed": -1}]}, "rollouts[0].seed")
+            assert await rows(c) == EMPTY
+            mode_id = (await ok(c, "record_diagnosis", diagnosis(1, "misses the handle")))["mode_id"]
+            await refused(c, "put_generation_program", {"program": {"id": "g1", "mode_id": mode_id, "factor": "layout",
+                                                                    "success_on_variants": 1e30}},
+                          "program.success_on_variants", "less than or equal to 1")
+            await refused(c, "update_hardness", {"mode_id": mode_id, "successes": 1, "n": 10**9}, "argument n")
+            assert (await ok(c, "get_mode", {"mode_id": mode_id}))["hardness"] is None
+            assert (await rows(c))["generation_programs"] == 0
+            # an unknown value is named shortly: a megabyte of it is no help in a one-line error
+            assert len(await refused(c, "record_diagnosis", diagnosis(2, "x", factor=BIG), "diagnosis.factor")) < 600
+
+    run(main())
+
+
+def test_programs_of_an_unknown_mode_are_refused(server):
+    """Hostile pass: put_generation_program and put_training_program stored orphans of mode 'no_such_mode'."""
+
+    async def main():
+        async with Client(server) as c:
+            gen = {"id": "g1", "mode_id": "no_such_mode", "factor": "layout"}
+            train = {"id": "t1", "mode_id": "no_such_mode", "phase": "grasp"}
+            await refused(c, "put_generation_program", {"program": gen}, "program.mode_id", "'no_such_mode'",
+                          "list_modes")
+            await refused(c, "put_training_program", {"program": train}, "program.mode_id", "'no_such_mode'")
+            assert await rows(c) == EMPTY
+            mode_id = (await ok(c, "record_diagnosis", diagnosis(1, "misses the handle")))["mode_id"]
+            await ok(c, "put_generation_program", {"program": {**gen, "mode_id": mode_id}})
+            await ok(c, "put_training_program", {"program": {**train, "mode_id": mode_id}})
+
+    run(main())
+
+
+def test_size_limits_of_the_contract_apply_inside_records(server):
+    """Hostile pass: a 1 MB potential_code, parent_program, spec_json, run_id, policy_id or summary and 100,000-item
+    variants or subgoals were stored."""
+    from servers.contract import MAX_ITEMS, MAX_JSON_CHARS, MAX_SOURCE_CHARS
+
+    scene = {"id": "s1", "family": "stack", "program": "p"}
+
+    async def main():
+        async with Client(server) as c:
+            mode_id = (await ok(c, "record_diagnosis", diagnosis(1, "misses the handle")))["mode_id"]
+            gen = {"id": "g1", "mode_id": mode_id, "factor": "layout"}
+            train = {"id": "t1", "mode_id": mode_id, "phase": "grasp"}
+            calls = [
+                ("put_training_program", {"program": {**train, "potential_code": BIG}}, "program.potential_code"),
+                ("put_training_program", {"program": {**train, "subgoals": ["s"] * 100_000}}, "program.subgoals"),
+                ("put_training_program", {"program": {**train, "evidence": {"x": BIG}}}, "program.evidence"),
+                ("put_generation_program", {"program": {**gen, "parent_program": BIG}}, "program.parent_program"),
+                ("put_generation_program", {"program": {**gen, "variants": ["v"] * 100_000}}, "program.variants"),
+                ("put_generation_program", {"program": {**gen, "run_id": BIG}}, "program.run_id"),
+                ("record_scene", {"scene": {**scene, "spec_json": BIG}}, "scene.spec_json"),
+                ("record_scene", {"scene": {**scene, "run_id": BIG}}, "scene.run_id"),
+                ("record_rollouts", {"rollouts": [{**ROLLOUT, "policy_id": BIG}]}, "rollouts[0].policy_id"),
+                ("record_rollouts", {"rollouts": [{**ROLLOUT, "summary": {"x": BIG}}]}, "rollouts[0].summary"),
+                ("record_diagnosis", diagnosis(2, "x", run_id=BIG), "diagnosis.run_id"),
+                ("record_diagnosis", diagnosis(2, "x", evidence={"state_facts": [BIG]}),
+                 "diagnosis.evidence.state_facts[0]"),
+            ]
+            for tool_name, args, where in calls:
+                await refused(c, tool_name, args, where)
+            assert await rows(c) == {**EMPTY, "diagnoses": 1, "modes": 1}
+            # at the limits: stored
+            await ok(c, "put_training_program", {"program": {**train, "potential_code": "#" * MAX_SOURCE_CHARS,
+                                                             "subgoals": ["s"] * MAX_ITEMS}})
+            await ok(c, "record_rollouts", {"rollouts": [{**ROLLOUT, "summary": {"x": "y" * (MAX_JSON_CHARS - 20)}}]})
+
+    run(main())
+
+
+def test_record_rollouts_refuses_repeated_ids_and_unknown_scenes(server):
+    """Hostile pass: [r1, r1] in one call was accepted (1 inserted) and a rollout of a scene nobody knows was
+    stored. Either refuses the whole call, naming the rollouts; known scenes are the sim server's or recorded."""
+
+    async def main():
+        async with Client(server) as c:
+            await refused(c, "record_rollouts", {"rollouts": [ROLLOUT, {**ROLLOUT, "success": True}]},
+                          "rollouts[1].id", "'r1'", "rollouts[0]")
+            await refused(c, "record_rollouts", {"rollouts": [ROLLOUT, {**ROLLOUT, "id": "r2", "scene_id": "nowhere"}]},
+                          "rollouts[1].scene_id", "'nowhere'", "record_scene")
+            assert await rows(c) == EMPTY
+            await ok(c, "record_scene", {"scene": {"id": "mine", "family": "stack", "program": "p"}})
+            written = await ok(c, "record_rollouts", {"rollouts": [ROLLOUT, {**ROLLOUT, "id": "r2", "scene_id": "mine"}]})
+            assert (written["inserted"], written["ids"]) == (2, ["r1", "r2"])
+
+    run(main())
+
+
+def test_update_hardness_refuses_an_inverted_band_as_allocate_budget_does(server):
+    """Hostile pass: update_hardness took band_low=0.9, band_high=0.1 (allocate_budget refuses it)."""
+
+    async def main():
+        async with Client(server) as c:
+            mode_id = (await ok(c, "record_diagnosis", diagnosis(1, "misses the handle")))["mode_id"]
+            inverted = {"band_low": 0.9, "band_high": 0.1}
+            hardness = await refused(c, "update_hardness", {"mode_id": mode_id, "successes": 1, "n": 4, **inverted},
+                                     "band_low must not exceed band_high")
+            allocation = await refused(c, "allocate_budget", {"budget": 8, **inverted})
+            assert hardness.split(": ", 1)[1] == allocation.split(": ", 1)[1]  # the same check, the same words
+            mode = await ok(c, "get_mode", {"mode_id": mode_id})
+            assert mode["hardness"] is None and [e["event"] for e in mode["history"]] == ["created"]
 
     run(main())
