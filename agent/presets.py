@@ -12,7 +12,7 @@ from policy.config import (
     ROLLOUTS_PER_SCENE,
     SFT_UPDATES,
 )
-from sim.constants import DISTRIBUTIONS, EPS_NOVEL, EPS_REPLAY, FAMILIES, ROBOTS, SUCCESS_BAND
+from sim.constants import DISTRIBUTIONS, EPS_NOVEL, EPS_REPLAY, FAMILIES, MODE_KEYS, ROBOTS, SUCCESS_BAND
 
 ROUND_UPDATES = ("bc", "branch", "critic")
 """the policy updates a round may use (`Preset.round_update`)"""
@@ -88,6 +88,10 @@ class Preset:
     rotate but at 39-48% under a layout resample or fewer_goals, against 17-23% in control batches. Recreate v1
     (experiments/recreate_v1): "recreate" doubled targeting precision but was −2.9 ± 2.0 points in-distribution,
     so "all" stays the default"""
+    mode_key: str = "factor_phase"
+    """what a diagnosis must share with a difficulty mode to join it (the memory's `record_diagnosis`
+    cluster_by): "factor_phase" — its factor and phase (SPEC §4); "factor" — its factor alone, the phase the mode's
+    founding attribute (two failures of one scene in different phases share a mode; experiments/modekey_v1)"""
     novel_scenes: str = "seed"
     """the novel environments of a guided round after the first (its ε_novel share and the units of modes with no
     scene variants): "seed" — fresh scenes of the family samplers; "domain_rand" — the same scenes with a resampled
@@ -167,6 +171,8 @@ class Preset:
         if self.targeted_operators not in TARGETED_OPERATORS:
             raise ValueError(f"targeted_operators must be one of {', '.join(TARGETED_OPERATORS)}, "
                              f"got {self.targeted_operators!r}")
+        if self.mode_key not in MODE_KEYS:
+            raise ValueError(f"mode_key must be one of {', '.join(MODE_KEYS)}, got {self.mode_key!r}")
         if self.novel_scenes not in NOVEL_SCENES:
             raise ValueError(f"novel_scenes must be one of {', '.join(NOVEL_SCENES)}, got {self.novel_scenes!r}")
         if self.round_update not in ROUND_UPDATES:
@@ -237,7 +243,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance", "share_round0", "targeted_operators", "novel_scenes", "external_probe_n", "external_eval_n", "external_eval_seeds")
+            "round_update", "bc_balance", "share_round0", "targeted_operators", "novel_scenes", "mode_key", "external_probe_n", "external_eval_n", "external_eval_seeds")
 """the budget fields `--set` may change"""
 
 

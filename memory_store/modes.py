@@ -2,7 +2,9 @@
 
 Clustering. A diagnosis joins the most similar mode with the same (factor δ, phase) when the cosine
 similarity between its cause embedding and the mode centroid is at least `threshold`; otherwise it founds
-a new candidate mode. The centroid is the running mean of member embeddings, renormalized to unit length:
+a new candidate mode. With the key "factor" (`MODE_KEYS`) the candidates are the modes of its factor alone and
+the phase is the founding diagnosis' attribute: two failures of one scene that the critic places in different
+phases then still share a mode (experiments/modekey_v1). The centroid is the running mean of member embeddings, renormalized to unit length:
 c ← normalize(n·c + v) with n the members before the update.
 
 Threshold. `DEFAULT_THRESHOLD = 0.6`, calibrated with all-MiniLM-L6-v2 on `memory_store.calibration`
@@ -35,6 +37,7 @@ import numpy as np
 from memory_store.allocate import DEFAULT_BAND, update_band
 from memory_store.schema import MODE_STATUSES, Diagnosis, HistoryEvent, Mode
 from memory_store.store import sql_str, where_eq
+from sim.constants import MODE_KEYS
 
 if TYPE_CHECKING:
     from memory_store.store import MemoryStore
@@ -65,12 +68,13 @@ def mode_id_for(diagnosis: Diagnosis) -> str:
     return f"mode-{diagnosis.factor}-{diagnosis.phase}-{digest}"
 
 
-def nearest_mode(vector, factor: str, phase: str, modes: list[Mode]) -> tuple[Mode | None, float]:
-    """Most similar mode with the same (factor, phase) and its cosine similarity (ties: smaller id)."""
+def nearest_mode(vector, factor: str, phase: str | None, modes: list[Mode]) -> tuple[Mode | None, float]:
+    """Most similar mode with the same (factor, phase) — the same factor when `phase` is None — and its cosine
+    similarity (ties: smaller id)."""
     v = _unit(vector)
     best, best_sim = None, -2.0
     for mode in sorted(modes, key=lambda m: m.id):
-        if mode.factor != factor or mode.phase != phase:
+        if mode.factor != factor or (phase is not None and mode.phase != phase):
             continue
         sim = float(np.dot(v, _unit(mode.centroid)))
         if sim > best_sim:
@@ -111,14 +115,18 @@ def assign(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     round_: int | None = None,
+    key: str = "factor_phase",
 ) -> tuple[Mode, bool, float]:
     """Cluster one embedded diagnosis into `modes` (pure): returns (mode, created, similarity).
 
-    Joins the nearest same-(factor, phase) mode when similarity ≥ threshold (the mode is updated in place),
-    else returns a new candidate mode. Sets `diagnosis.mode_id`."""
+    Joins the nearest mode with the same key (`MODE_KEYS`) when similarity ≥ threshold (the mode is updated in
+    place), else returns a new candidate mode. Sets `diagnosis.mode_id`."""
     if diagnosis.embedding is None:
         raise ValueError(f"diagnosis {diagnosis.id} has no embedding; embed its cause first")
-    mode, sim = nearest_mode(diagnosis.embedding, diagnosis.factor, diagnosis.phase, modes)
+    if key not in MODE_KEYS:
+        raise ValueError(f"mode key must be one of {', '.join(MODE_KEYS)}, got {key!r}")
+    phase = diagnosis.phase if key == "factor_phase" else None
+    mode, sim = nearest_mode(diagnosis.embedding, diagnosis.factor, phase, modes)
     if mode is not None and sim >= threshold:
         add_member(mode, diagnosis.embedding, round_, diagnosis.id)
         created = False
@@ -135,8 +143,10 @@ def record_diagnosis(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     round_: int | None = None,
+    key: str = "factor_phase",
 ) -> tuple[Diagnosis, Mode, bool]:
-    """Embed (if needed), cluster and store a diagnosis and its mode; returns (diagnosis, mode, created).
+    """Embed (if needed), cluster (by `key`, see `assign`) and store a diagnosis and its mode; returns
+    (diagnosis, mode, created).
 
     Idempotent: a diagnosis already folded into its stored mode is returned unchanged. Holds the modes-table lock
     for the read-modify-write, so concurrent callers on one local store do not race."""
@@ -152,8 +162,9 @@ def record_diagnosis(
             )
         else:
             diagnosis = diagnosis.model_copy()
-        candidates = store.records("modes", where_eq(factor=diagnosis.factor, phase=diagnosis.phase))
-        mode, created, sim = assign(diagnosis, candidates, threshold=threshold, round_=round_)
+        same = {"factor": diagnosis.factor} if key == "factor" else {"factor": diagnosis.factor, "phase": diagnosis.phase}
+        candidates = store.records("modes", where_eq(**same))
+        mode, created, sim = assign(diagnosis, candidates, threshold=threshold, round_=round_, key=key)
         log.debug("diagnosis %s -> %s (created=%s, cos=%.3f)", diagnosis.id, mode.id, created, sim)
         store.put(diagnosis)  # diagnosis first: a retry after a crash between the two re-derives the mode
         store.put(mode)

@@ -160,10 +160,11 @@ class MemoryService:
         record = SceneRecord.model_validate({**scene.model_dump(), **update})
         return self.put([record])
 
-    def record_diagnosis(self, d: Diagnosis) -> DiagnosisRecorded:
-        """Store a diagnosis and cluster it into a difficulty mode (new or existing) in its round."""
+    def record_diagnosis(self, d: Diagnosis, key: str = "factor_phase") -> DiagnosisRecorded:
+        """Store a diagnosis and cluster it into a difficulty mode (new or existing) in its round; `key`: what it
+        must share with a mode to join it (`memory_store.modes.MODE_KEYS`)."""
         with self._lock:
-            diag, mode, created = mode_ops.record_diagnosis(self.store, d, round_=d.round)
+            diag, mode, created = mode_ops.record_diagnosis(self.store, d, round_=d.round, key=key)
             if not self._indexed and self.store.count("diagnoses") >= VECTOR_INDEX_MIN_ROWS:
                 self.store.create_indexes()
                 self._indexed = True

@@ -74,7 +74,7 @@ from servers.contract import (
     MAX_SOURCE_CHARS,
     MAX_TEXT_CHARS,
 )
-from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, PHASES, ROLES, SUCCESS_BAND
+from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, PHASES, ROLES, SUCCESS_BAND, ModeKey
 from sim.scene_store import scene_ids
 
 INSTRUCTIONS = """Shared memory of a CoDA run. Record scenes, rollouts and failure diagnoses (diagnoses are clustered
@@ -239,12 +239,18 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
         return svc.put([RolloutRecord.model_validate(r.model_dump()) for r in rollouts])
 
     @tool(mcp, WRITES_IDEMPOTENT)
-    def record_diagnosis(diagnosis: DiagnosisIn) -> DiagnosisRecorded:
+    def record_diagnosis(
+        diagnosis: DiagnosisIn,
+        cluster_by: Annotated[ModeKey, Field(
+            description="what the diagnosis must share with a mode to join it: its factor and phase (default), or "
+                        "its factor alone (the phase then is the mode's founding attribute); keep one per memory")
+                              ] = "factor_phase",
+    ) -> DiagnosisRecorded:
         """Store a failure diagnosis and cluster it into a difficulty mode (new or existing)."""
         if unknown_scenes([diagnosis.scene_id]):
             raise LookupError(f"diagnosis.scene_id: unknown scene {diagnosis.scene_id!r}; record it with "
                               "record_scene first, or give a scene_id of the sim server")
-        return svc.record_diagnosis(Diagnosis(**diagnosis.model_dump()))
+        return svc.record_diagnosis(Diagnosis(**diagnosis.model_dump()), key=cluster_by)
 
     def known_mode(mode_id: str) -> None:
         """Refuse a program of a mode this memory does not hold (it would be stored as an orphan)."""

@@ -56,6 +56,9 @@ FACTORS = ("task", "layout", "attributes")
 
 DIAGNOSIS_FACTORS = ("task", "spatial", "attribute", "execution")
 """δ of a failure diagnosis"""
+ModeKey = Literal["factor_phase", "factor"]
+"""what a diagnosis must share with a difficulty mode to join it: its (factor, phase), or its factor alone"""
+MODE_KEYS: tuple[str, ...] = get_args(ModeKey)
 
 SCENE_FACTOR_OF = {"task": "task", "spatial": "layout", "attribute": "attributes", "execution": "layout"}
 """diagnosis factor δ -> the scene factor a variant of the failing scene redraws (execution failures: the layout)"""

@@ -1,5 +1,6 @@
 """Paired B − A of novel DR v1 (PROTOCOL.md): in-distribution (decision) and OOD (reported), per seed and pooled
-(± the episodes' s.e. and ± the s.e. over seeds), with the data-engine figures of each arm.
+(± the episodes' s.e. and ± the s.e. over seeds), with the data-engine figures of each arm. Other decision
+experiments of this session with the same design call `main` with their own arm folders.
 
     .venv/bin/python experiments/novel_dr_v1/analyze.py
 """
@@ -27,13 +28,13 @@ def pooled(diffs: list[dict]) -> dict:
     return {"points": mean, "se": math.sqrt(sum(d["se"] ** 2 for d in diffs)) / n, "se_over_seeds": over, "seeds": n}
 
 
-def main() -> None:
+def main(here: Path = HERE, arm_a: Path = HERE / "a", arm_b: Path = HERE / "b", seeds: tuple = SEEDS) -> None:
     out: dict = {}
-    for seed in SEEDS:
-        a, b = cell(HERE / "a" / "cells" / f"coda-s{seed}.json"), cell(HERE / "b" / "cells" / f"coda-s{seed}.json")
+    for seed in seeds:
+        a, b = cell(arm_a / "cells" / f"coda-s{seed}.json"), cell(arm_b / "cells" / f"coda-s{seed}.json")
         if a is None or b is None:
             continue
-        dr = cell(HERE.parent / GRIDS[seed] / "cells" / f"domain_rand-s{seed}.json")
+        dr = cell(HERE.parent / GRIDS[seed] / "cells" / f"domain_rand-s{seed}.json") if here == HERE else None
         row = {"B - A in-distribution (in, seed)": paired_ood(a["eval_after"], b["eval_after"], suites=("in", "seed")),
                "B - A mean OOD": paired_ood(a["eval_after"], b["eval_after"])}
         if dr:
@@ -54,7 +55,7 @@ def main() -> None:
             else:
                 over = f", ± {v['se_over_seeds']:.1f} over seeds" if v.get("se_over_seeds") is not None else ""
                 print(f"  {k}: {v['points']:+.1f} ± {v['se']:.1f}{over}" + (f" ({v['seeds']} seeds)" if "seeds" in v else ""))
-    (HERE / "analysis.json").write_text(json.dumps(out, indent=1))
+    (here / "analysis.json").write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -160,12 +160,12 @@ class FakeTrainer:
 
 
 class ScriptedCritic:
-    def __init__(self, factor: str = "spatial"):
-        self.factor, self.interventions = factor, []
+    def __init__(self, factor: str = "spatial", phases: tuple[str, ...] = ("grasp",)):
+        self.factor, self.phases, self.interventions = factor, phases, []
 
     def diagnose(self, evidence, intervention=None):
-        self.interventions.append(intervention)
-        return CriticDiagnosis(factor=self.factor, phase="grasp",
+        self.interventions.append(intervention)  # phases in turn: one failure's phase, then the next one's
+        return CriticDiagnosis(factor=self.factor, phase=self.phases[len(self.interventions) % len(self.phases)],
                                cause="a crate stands right next to the mug on its grasp side")
 
 
@@ -187,7 +187,7 @@ BASE_EVAL = [{"family": "pick_place", "suite": s, "n": 1, "success_rate": 0.25, 
 
 def run_method(tmp_path: Path, method: str, preset=PRESET, seed: int = 0, memory_from: Path | None = None,
                learning_tool: str = "awr_shaped", critic_factor: str = "spatial", shared_round0: dict | None = None,
-               name: str | None = None):
+               name: str | None = None, critic_phases: tuple[str, ...] = ("grasp",)):
     from memory_store.embed import HashingEmbedder
     from servers.memory import build_server as memory_server
     from servers.sim import build_server as sim_server
@@ -199,7 +199,7 @@ def run_method(tmp_path: Path, method: str, preset=PRESET, seed: int = 0, memory
     specs = [InProcess("sim", sim_server(run_dir)), InProcess("verifier", fake_verifier()),
              InProcess("memory", memory_server(run_dir, embedder=HashingEmbedder())),
              InProcess("trainer", trainer.server())]
-    critic = ScriptedCritic(critic_factor)
+    critic = ScriptedCritic(critic_factor, critic_phases)
     roles = Roles(OfflineEngine(), critic, compiler, TokenLedger(), "offline")
     with Hub(specs) as hub:
         loop = CoEvolution(hub, roles, run_dir, preset, method, method=get_method(method), seed=seed,
@@ -1158,3 +1158,22 @@ def test_domain_randomized_novel_scenes_start_after_the_common_round(tmp_path, r
     assert sum(batches(run, 1).values()) == 4  # the same accepted budget
     with pytest.raises(ValueError, match="novel_scenes must be one of seed, domain_rand"):
         replace(PRESET, novel_scenes="wide")
+
+
+def test_modes_keyed_by_factor_reach_the_memory(tmp_path):
+    """mode_key="factor": failures the critic places in two phases share a mode; by default they do not."""
+    phases = ("grasp", "approach")
+
+    def modes(run) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for d in (d for k, v in run.steps.items() if k.endswith(".diagnose") for d in v["result"]):
+            out.setdefault(d["mode_id"], set()).add(d["phase"])
+        return out
+
+    by_factor = modes(run_method(tmp_path, "coda", preset=replace(PRESET, mode_key="factor"), critic_phases=phases,
+                                 name="by-factor"))
+    by_phase = modes(run_method(tmp_path, "coda", critic_phases=phases, name="by-phase"))
+    assert any(p == set(phases) for p in by_factor.values()), by_factor
+    assert all(len(p) == 1 for p in by_phase.values()) and len(by_phase) > len(by_factor), by_phase
+    with pytest.raises(ValueError, match="mode_key must be one of factor_phase, factor"):
+        replace(PRESET, mode_key="phase")

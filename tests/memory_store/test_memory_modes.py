@@ -59,6 +59,20 @@ def test_different_phase_splits(tmp_path, minilm):
     assert created and a.id != b.id and store.count("modes") == 2
 
 
+def test_factor_key_merges_phases_but_not_factors_or_causes(tmp_path, minilm):
+    """cluster by the factor alone: a paraphrase in another phase joins the mode (which keeps its founding phase);
+    another factor, or an unrelated cause, still founds a mode of its own."""
+    store = _store(tmp_path, minilm)
+    _, a, _ = record_diagnosis(store, _diag("d1", RIM, phase="approach"), key="factor")
+    _, b, created = record_diagnosis(store, _diag("d2", RIM_PARAPHRASE, phase="grasp"), key="factor")
+    assert not created and b.id == a.id and b.members == 2 and b.phase == "approach"
+    _, c, created_c = record_diagnosis(store, _diag("d3", RIM_PARAPHRASE, factor="execution"), key="factor")
+    _, d, created_d = record_diagnosis(store, _diag("d4", UNRELATED), key="factor")
+    assert created_c and created_d and len({a.id, c.id, d.id}) == 3
+    with pytest.raises(ValueError, match="mode key must be one of factor_phase, factor"):
+        record_diagnosis(store, _diag("d5", RIM), key="phase")
+
+
 def test_unrelated_cause_splits(tmp_path, minilm):
     store = _store(tmp_path, minilm)
     _, a, _ = record_diagnosis(store, _diag("d1", RIM))
