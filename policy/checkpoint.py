@@ -115,21 +115,50 @@ def save_checkpoint(path: str | Path, state: TrainState) -> Path:
         "rng": _rng_state(state.rng),
         "extra": state.extra,
     }
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = fresh(path.with_name(path.name + ".tmp"))
     torch.save(payload, tmp)
     tmp.replace(path)
     return path
 
 
-def load_checkpoint(path: str | Path, device: str | torch.device | None = None,
-                    restore_rng: bool = True) -> TrainState:
-    """Rebuild the TrainState saved by `save_checkpoint`, on `device` (default: train_config.device).
+MAX_CHECKPOINT_BYTES = 2 << 30
+"""largest checkpoint file read (the protocol's policies are ≈ 6 MB)"""
+MAX_PARAMETERS = 500_000_000
+"""largest policy a checkpoint may describe (parameters its config implies, checked before the model is built)"""
 
-    restore_rng puts torch's global RNG and the replay generator back where they were at save time.
-    """
+
+def own_file(path: Path) -> Path:
+    """`path` if it is a regular file of its folder: not a symlink (which could lead out of the run directory) and
+    not a FIFO, device or directory (which could block or flood a read)."""
+    if path.is_symlink():
+        raise ValueError(f"{path.name} in {path.parent} is a symlink; the servers read only their own files there")
+    if not path.is_file():
+        raise ValueError(f"{path.name} in {path.parent} is not a regular file")
+    return path
+
+
+def fresh(path: Path) -> Path:
+    """`path` with whatever stood there removed, so a write creates a new file instead of following a symlink."""
+    path.unlink(missing_ok=True)
+    return path
+
+
+def _config_parameters(cfg: PolicyConfig) -> int:
+    """Parameters the policy's trunk will have (attention 4·d², feed-forward 2·ff·d² per layer), an upper bound of
+    the order of the real count."""
+    return cfg.n_layers * (4 + 2 * cfg.ff_mult) * cfg.d_model ** 2
+
+
+def read_payload(path: str | Path) -> dict:
+    """The checked contents of a checkpoint file (no model built): a regular file of at most MAX_CHECKPOINT_BYTES,
+    read with `weights_only`, of this code's format, with valid configs of a plausible size. ValueError otherwise."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
+    if not path.is_file():  # a FIFO or device would block or flood the read
+        raise ValueError(f"{path} is not a regular file")
+    if path.stat().st_size > MAX_CHECKPOINT_BYTES:
+        raise ValueError(f"{path} is {path.stat().st_size} bytes; a checkpoint holds at most {MAX_CHECKPOINT_BYTES}")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file: pickle, zip and torch errors alike
@@ -139,6 +168,30 @@ def load_checkpoint(path: str | Path, device: str | torch.device | None = None,
         raise ValueError(f"{path} is not a CoDA checkpoint (it holds a {type(payload).__name__}, not a dict)")
     if payload.get("format") != FORMAT_VERSION:
         raise ValueError(f"checkpoint {path} has format {payload.get('format')!r}; this code reads {FORMAT_VERSION}")
+    missing = [k for k in ("policy_config", "train_config", "policy", "step", "extra", "lora", "critic", "rng",
+                           "policy_optimizer") if k not in payload]
+    if missing:
+        raise ValueError(f"checkpoint {path} lacks {missing}")
+    for key, cls in (("policy_config", PolicyConfig), ("train_config", TrainConfig)):
+        try:
+            cfg = cls(**payload[key])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"checkpoint {path}: invalid {key} ({exc})") from None
+        if key == "policy_config" and _config_parameters(cfg) > MAX_PARAMETERS:
+            raise ValueError(f"checkpoint {path}: its policy_config describes ≈ {_config_parameters(cfg):.3g} "
+                             f"parameters; at most {MAX_PARAMETERS:.3g} are loaded")
+    return payload
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device | None = None,
+                    restore_rng: bool = True) -> TrainState:
+    """Rebuild the TrainState saved by `save_checkpoint`, on `device` (default: train_config.device), from a file
+    `read_payload` accepts.
+
+    restore_rng puts torch's global RNG and the replay generator back where they were at save time.
+    """
+    path = Path(path)
+    payload = read_payload(path)
     policy_config = PolicyConfig(**payload["policy_config"])
     train_config = TrainConfig(**payload["train_config"])
     device = torch.device(device) if device is not None else resolve_device(train_config.device)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from policy.checkpoint import TrainState, load_checkpoint, save_checkpoint
+from policy.checkpoint import TrainState, fresh, load_checkpoint, own_file, read_payload, save_checkpoint
 from policy.config import CRITIC_UPDATES, POLICY_UPDATES, ROLLOUTS_PER_SCENE, PolicyConfig, TrainConfig
 from policy.data import stack_obs
 from policy.evaluate import evaluate, policy_robot, train_specs
@@ -62,7 +62,7 @@ class TrainerService:
         """planner demo per scene spec hash (None: the planner failed there), so a retried job does not re-plan"""
         self.episodes: dict[str, Episode] = {}
         if (self.ckpt_dir / LATEST).exists():
-            self.state = load_checkpoint(self.ckpt_dir / LATEST, device=device)
+            self.state = load_checkpoint(own_file(self.ckpt_dir / LATEST), device=device)
 
     # --- policy lifecycle -------------------------------------------------------------------
     def require_state(self) -> TrainState:
@@ -120,12 +120,13 @@ class TrainerService:
         path = self.ckpt_dir / (tag if tag.endswith(".pt") else f"{tag}.pt")
         if not path.exists():
             raise FileNotFoundError(f"no checkpoint {path.name}; available: {self.checkpoints()}")
+        own_file(path)  # before the lock: a FIFO would block while holding it
         if not self.lock.acquire(blocking=False):
             raise BlockingIOError("the policy is in use by a running job; wait for it (or cancel it), then load")
         try:
             self.state = load_checkpoint(path, device=self.device)
             if path.name != LATEST:
-                tmp = self.ckpt_dir / f"{LATEST}.tmp"
+                tmp = fresh(self.ckpt_dir / f"{LATEST}.tmp")
                 shutil.copyfile(path, tmp)
                 tmp.replace(self.ckpt_dir / LATEST)
         finally:
@@ -146,7 +147,8 @@ class TrainerService:
         dst = self.ckpt_dir / (tag if tag.endswith(".pt") else f"{tag}.pt")
         if dst.exists():
             return False
-        tmp = self.ckpt_dir / f".{dst.name}.tmp"
+        read_payload(src)  # a checkpoint of this code's format and a plausible size, or a clear error
+        tmp = fresh(self.ckpt_dir / f".{dst.name}.tmp")
         shutil.copyfile(src, tmp)
         tmp.replace(dst)
         return True
@@ -154,7 +156,7 @@ class TrainerService:
     def _restore(self) -> None:
         """Put the current policy back from latest.pt (after a failed or cancelled update)."""
         latest = self.ckpt_dir / LATEST
-        self.state = load_checkpoint(latest, device=self.device) if latest.exists() else None
+        self.state = load_checkpoint(own_file(latest), device=self.device) if latest.exists() else None
 
     def checkpoints(self) -> list[str]:
         return sorted(p.stem for p in self.ckpt_dir.glob("*.pt"))
@@ -178,12 +180,12 @@ class TrainerService:
     def _save_episode(self, rid: str, ep: Episode) -> None:
         arrays = stack_obs(ep.observations)
         arrays = {k: v for k, v in arrays.items() if k != OBS_INSTRUCTION}
-        np.savez_compressed(self.rollout_dir / f"{rid}.npz", actions=ep.actions, **arrays)
+        np.savez_compressed(fresh(self.rollout_dir / f"{rid}.npz"), actions=ep.actions, **arrays)
         if ep.trace is not None:
-            (self.rollout_dir / f"{rid}.trace").write_bytes(ep.trace.to_bytes())
+            fresh(self.rollout_dir / f"{rid}.trace").write_bytes(ep.trace.to_bytes())
         meta = {"spec_hash": ep.spec_hash, "family": ep.family, "success": ep.success, "steps": ep.steps,
                 "instruction": ep.observations[0][OBS_INSTRUCTION]}
-        (self.rollout_dir / f"{rid}.json").write_text(json.dumps(meta))
+        fresh(self.rollout_dir / f"{rid}.json").write_text(json.dumps(meta))
 
     def has_rollout(self, rid: str) -> bool:
         return rid in self.episodes or (self.rollout_dir / f"{rid}.json").is_file()
@@ -229,7 +231,7 @@ class TrainerService:
         path = self.rollout_dir / f"{rid}.trace"
         if not path.exists():
             raise KeyError(f"unknown rollout id {rid!r}; use ids returned by collect_rollouts")
-        return Trace.from_bytes(path.read_bytes())
+        return Trace.from_bytes(own_file(path).read_bytes())
 
     def episode(self, rid: str) -> Episode:
         if rid in self.episodes:
@@ -237,8 +239,11 @@ class TrainerService:
         meta_path = self.rollout_dir / f"{rid}.json"
         if not meta_path.exists():
             raise KeyError(f"unknown rollout id {rid!r}; use ids returned by collect_rollouts")
-        meta = json.loads(meta_path.read_text())
-        z = np.load(self.rollout_dir / f"{rid}.npz")
+        try:
+            meta = json.loads(own_file(meta_path).read_text())
+            z = np.load(own_file(self.rollout_dir / f"{rid}.npz"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"rollout {rid!r} is damaged or incomplete in {self.rollout_dir}: {exc}") from None
         keys = [k for k in z.files if k != "actions"]
         obs = [{**{k: z[k][t] for k in keys}, OBS_INSTRUCTION: meta["instruction"]} for t in range(len(z["actions"]) + 1)]
         ep = Episode(meta["spec_hash"], meta["family"], obs, z["actions"], meta["success"], meta["steps"])

@@ -37,6 +37,9 @@ JobState = Literal["queued", "running", "succeeded", "failed", "cancelled", "int
 FINISHED: tuple[str, ...] = ("succeeded", "failed", "cancelled", "interrupted")
 
 
+MAX_QUEUED = 32
+"""most jobs waiting to start on one server (a running job is not counted)"""
+
 class JobCancelled(Exception):
     """Raised inside a job by `JobHandle.check()` once the job was cancelled."""
 
@@ -130,11 +133,16 @@ class JobManager:
             write_atomic(self.state_dir / f"{status.job_id}.json", status.model_dump_json())
 
     def start(self, fn: Callable[..., Any], *args: Any, kind: str = "job", **kwargs: Any) -> str:
-        """Queue `fn(handle, *args, **kwargs)`; returns the job id at once."""
+        """Queue `fn(handle, *args, **kwargs)`; returns the job id at once. Refused (OSError) while MAX_QUEUED
+        jobs wait: one client cannot stack up work that nobody will wait for."""
         job_id = f"{kind}-{uuid.uuid4().hex[:12]}"
         status = JobStatus(job_id=job_id, kind=kind, state="queued", created_at=time.time())
         handle = JobHandle(self, job_id)
         with self._lock:
+            waiting = sum(1 for j in self._jobs.values() if j.state == "queued")
+            if waiting >= MAX_QUEUED:
+                raise BlockingIOError(f"{waiting} jobs are already queued on this server (at most {MAX_QUEUED}); "
+                                      "wait for them (wait_job) or cancel some (cancel_job), then start more")
             self._jobs[job_id] = status
             self._handles[job_id] = handle
             self._save(status)

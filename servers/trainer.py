@@ -320,7 +320,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         """Start a job: success rate ± standard error per (family, suite) on fixed evaluation scenes (progress
         counts finished episodes)."""
         policy_required()
-        pairs = [(f, s) for f in families for s in suites]
+        pairs = [(f, s) for f in dict.fromkeys(families) for s in dict.fromkeys(suites)]  # repeats once
 
         def run(job: JobHandle):
             rows = []

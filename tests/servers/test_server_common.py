@@ -254,6 +254,22 @@ def test_a_job_runs_in_the_sandbox_share_of_the_caller_that_started_it(tmp_path)
     jobs.shutdown()
 
 
+def test_a_full_job_queue_refuses_more_jobs_until_one_starts(tmp_path):
+    from servers.jobs import MAX_QUEUED
+
+    jobs = JobManager(tmp_path / "jobs")  # one worker: the first job runs, the others wait
+    gate = threading.Event()
+    running = jobs.start(_counting, 1, gate)
+    queued = [jobs.start(_counting, 1, gate) for _ in range(MAX_QUEUED)]
+    with pytest.raises(BlockingIOError, match=f"at most {MAX_QUEUED}"):
+        jobs.start(_counting, 1, gate)
+    jobs.cancel(queued[0])  # a cancelled job no longer waits
+    assert jobs.start(_counting, 1, gate)
+    gate.set()
+    assert jobs.wait_sync(running, 10).state == "succeeded"
+    jobs.shutdown()
+
+
 def test_jobs_found_unfinished_are_interrupted(tmp_path):
     jobs = JobManager(tmp_path)
     gate = threading.Event()

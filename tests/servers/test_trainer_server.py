@@ -5,6 +5,7 @@ mini-round (test_mini_round.py) runs the real train_sft."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import time
 
@@ -527,5 +528,45 @@ def test_cancel_running_rollouts_between_episodes(run_dir, seeded):
             assert time.monotonic() - t0 < 5, "the job did not stop at the next chunk"
             assert not list((run_dir / "rollouts").glob("c-*")), "a cancelled job keeps no rollouts"
             assert (await ok(c, "load_checkpoint", {"tag": "base"}))["current_step"] == 0  # the policy is free
+
+    run(main())
+
+
+def test_planted_files_are_neither_followed_nor_trusted(run_dir, tmp_path):
+    """Files planted in a run directory by hand (the hostile-client pass): a checkpoint or rollout symlinked from
+    outside is refused, a FIFO is refused at once (not read while holding the policy), a write replaces a
+    planted symlink instead of writing through it, and install_checkpoint copies only checkpoints of a sane size."""
+    import torch
+
+    from policy.checkpoint import MAX_PARAMETERS
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copyfile(run_dir / "checkpoints" / "base.pt", outside / "real.pt")
+    (run_dir / "checkpoints" / "linked.pt").symlink_to(outside / "real.pt")
+    os.mkfifo(run_dir / "checkpoints" / "fifo.pt")
+    (run_dir / "checkpoints" / "latest.pt.tmp").symlink_to(outside / "clobbered")
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    (imports / "notes.pt").write_text("not a checkpoint")
+    payload = torch.load(run_dir / "checkpoints" / "base.pt", weights_only=True)
+    payload["policy_config"] = {**payload["policy_config"], "d_model": 8192, "n_layers": 64, "ff_mult": 8}
+    torch.save(payload, imports / "huge.pt")
+    rid = next(p.stem for p in (run_dir / "rollouts").glob("*.json"))
+    trace = run_dir / "rollouts" / f"{rid}.trace"
+    shutil.move(trace, outside / "stolen.trace")
+    trace.symlink_to(outside / "stolen.trace")
+
+    async def main():
+        async with Client(build_server(run_dir, import_dir=imports)) as c:
+            assert "is a symlink" in await err(c, "load_checkpoint", {"tag": "linked"})
+            assert "not a regular file" in await err(c, "load_checkpoint", {"tag": "fifo"})
+            assert "is a symlink" in await err(c, "get_rollout_evidence", {"rollout_id": rid})
+            assert (await ok(c, "load_checkpoint", {"tag": "base"}))["current_step"] is not None  # lock not held
+            assert not (outside / "clobbered").exists()  # latest.pt.tmp was replaced, not written through
+            assert "is not a CoDA checkpoint" in await err(c, "install_checkpoint", {"name": "notes"})
+            huge = await err(c, "install_checkpoint", {"name": "huge", "tag": "big"})
+            assert f"at most {MAX_PARAMETERS:.3g}" in huge
+            assert not (run_dir / "checkpoints" / "big.pt").exists()
 
     run(main())
