@@ -7,7 +7,8 @@ aid, not a boundary. What bounds a program that gets past them is enforced by th
 * **namespaces** (``unshare`` from util-linux starts each zygote): a network namespace with only a
   loopback that is down (no sockets reach anything), a PID namespace (the zygote is its init: no other
   process of the machine is visible or signalable, and every process in it dies with the zygote), mount,
-  IPC and UTS namespaces (the node renamed, see :func:`anonymize_host`); for users other than root also a user namespace (root mapped to the caller);
+  IPC and UTS namespaces (the node renamed, see :func:`anonymize_host`); for users other than root also a
+  user namespace (root mapped to the caller);
 * **an empty root** per child: ``chroot`` into its fresh, empty scratch directory;
 * **no privileges**: a child of a zygote that runs as the real root switches to ``nobody`` (65534);
 * **a seccomp-bpf allow-list** (libseccomp through its Python bindings ``pyseccomp``), loaded in every
