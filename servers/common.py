@@ -98,7 +98,14 @@ class HandlerStats:
             return {"calls": self.calls, "handler_seconds": self.seconds}
 
 
-_STATS: dict[int, HandlerStats] = {}
+def stats_of(server: MCPServer) -> HandlerStats:
+    """The server's own HandlerStats (kept on the server object: a table keyed by `id(server)` would hand a new
+    server the counts of a collected one that had the same id)."""
+    stats = getattr(server, "coda_stats", None)
+    if stats is None:
+        stats = HandlerStats()
+        server.coda_stats = stats
+    return stats
 
 
 class CodaServer(MCPServer):
@@ -144,7 +151,7 @@ def new_server(name: str, instructions: str) -> MCPServer:
     records to clients that ask with `logging/setLevel` (`serve_logging`), sends lean tool schemas, and has a
     `coda://stats` resource (tool calls served and seconds spent inside tool functions)."""
     server = CodaServer(name, instructions=instructions, log_level="WARNING", version=_version())
-    stats = _STATS.setdefault(id(server), HandlerStats())
+    stats = stats_of(server)
     server.resource(STATS_URI, name="stats", description="tool calls served and seconds inside tool functions",
                     mime_type="application/json")(lambda: json.dumps(stats.to_dict()))
     serve_logging(server)
@@ -350,7 +357,7 @@ def tool(server: MCPServer, annotations: ToolAnnotations, *, title: str | None =
     `tool_title` of its name) in the tool and in its annotations (where clients before protocol 2025-06-18 read
     it); expected library errors become `is_error` results."""
 
-    stats = _STATS.setdefault(id(server), HandlerStats())
+    stats = stats_of(server)
 
     def decorate(fn: Callable) -> Callable:
         if inspect.iscoroutinefunction(fn):
