@@ -441,9 +441,8 @@ class CoEvolution:
         return out
 
     def _cluster_by(self) -> dict:
-        """record_diagnosis's clustering key (`Preset.mode_key`); the default is left out of the call, so a memory
-        server without the argument still serves the default loop."""
-        return {"cluster_by": self.preset.mode_key} if self.preset.mode_key != "factor_phase" else {}
+        """record_diagnosis's clustering key (`Preset.mode_key`)."""
+        return {"cluster_by": self.preset.mode_key}
 
     def _diagnosed(self, r: int) -> list[dict]:
         """Round r's diagnoses: of its own rollouts, then of the external probe's failures (with external targets)."""

@@ -12,7 +12,16 @@ from policy.config import (
     ROLLOUTS_PER_SCENE,
     SFT_UPDATES,
 )
-from sim.constants import DISTRIBUTIONS, EPS_NOVEL, EPS_REPLAY, FAMILIES, MODE_KEYS, ROBOTS, SUCCESS_BAND
+from sim.constants import (
+    DEFAULT_MODE_KEY,
+    DISTRIBUTIONS,
+    EPS_NOVEL,
+    EPS_REPLAY,
+    FAMILIES,
+    MODE_KEYS,
+    ROBOTS,
+    SUCCESS_BAND,
+)
 
 ROUND_UPDATES = ("bc", "branch", "critic")
 """the policy updates a round may use (`Preset.round_update`)"""
@@ -88,10 +97,11 @@ class Preset:
     rotate but at 39-48% under a layout resample or fewer_goals, against 17-23% in control batches. Recreate v1
     (experiments/recreate_v1): "recreate" doubled targeting precision but was −2.9 ± 2.0 points in-distribution,
     so "all" stays the default"""
-    mode_key: str = "factor_phase"
+    mode_key: str = DEFAULT_MODE_KEY
     """what a diagnosis must share with a difficulty mode to join it (the memory's `record_diagnosis`
-    cluster_by): "factor_phase" — its factor and phase (SPEC §4); "factor" — its factor alone, the phase the mode's
-    founding attribute (two failures of one scene in different phases share a mode; experiments/modekey_v1)"""
+    cluster_by): "factor" — its factor alone, the phase the mode's founding attribute (two failures of one scene in
+    different phases share a mode; the default by mode key v1, experiments/modekey_v1); "factor_phase" — its
+    factor and phase (SPEC §4 as first built; grids v1–v2.1 ran with it)"""
     novel_scenes: str = "seed"
     """the novel environments of a guided round after the first (its ε_novel share and the units of modes with no
     scene variants): "seed" — fresh scenes of the family samplers; "domain_rand" — the same scenes with a resampled

@@ -29,6 +29,7 @@ from memory_store.schema import (
     TrainingProgram,
 )
 from memory_store.store import VECTOR_INDEX_MIN_ROWS, MemoryStore, where_eq
+from sim.constants import DEFAULT_MODE_KEY
 from sim.fileio import confine
 
 SERVER_DIRS = ("memory", "scenes", "traces", "jobs", "checkpoints", "rollouts")
@@ -160,7 +161,7 @@ class MemoryService:
         record = SceneRecord.model_validate({**scene.model_dump(), **update})
         return self.put([record])
 
-    def record_diagnosis(self, d: Diagnosis, key: str = "factor_phase") -> DiagnosisRecorded:
+    def record_diagnosis(self, d: Diagnosis, key: str = DEFAULT_MODE_KEY) -> DiagnosisRecorded:
         """Store a diagnosis and cluster it into a difficulty mode (new or existing) in its round; `key`: what it
         must share with a mode to join it (`memory_store.modes.MODE_KEYS`)."""
         with self._lock:

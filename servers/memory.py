@@ -74,7 +74,16 @@ from servers.contract import (
     MAX_SOURCE_CHARS,
     MAX_TEXT_CHARS,
 )
-from sim.constants import DIAGNOSIS_FACTORS, EPS_NOVEL, EPS_REPLAY, PHASES, ROLES, SUCCESS_BAND, ModeKey
+from sim.constants import (
+    DEFAULT_MODE_KEY,
+    DIAGNOSIS_FACTORS,
+    EPS_NOVEL,
+    EPS_REPLAY,
+    PHASES,
+    ROLES,
+    SUCCESS_BAND,
+    ModeKey,
+)
 from sim.scene_store import scene_ids
 
 INSTRUCTIONS = """Shared memory of a CoDA run. Record scenes, rollouts and failure diagnoses (diagnoses are clustered
@@ -242,9 +251,9 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     def record_diagnosis(
         diagnosis: DiagnosisIn,
         cluster_by: Annotated[ModeKey, Field(
-            description="what the diagnosis must share with a mode to join it: its factor and phase (default), or "
-                        "its factor alone (the phase then is the mode's founding attribute); keep one per memory")
-                              ] = "factor_phase",
+            description="what the diagnosis must share with a mode to join it: its factor alone (default; the "
+                        "phase is the mode's founding attribute), or its factor and phase; keep one per memory")
+                              ] = DEFAULT_MODE_KEY,
     ) -> DiagnosisRecorded:
         """Store a failure diagnosis and cluster it into a difficulty mode (new or existing)."""
         if unknown_scenes([diagnosis.scene_id]):

@@ -59,6 +59,9 @@ DIAGNOSIS_FACTORS = ("task", "spatial", "attribute", "execution")
 ModeKey = Literal["factor_phase", "factor"]
 """what a diagnosis must share with a difficulty mode to join it: its (factor, phase), or its factor alone"""
 MODE_KEYS: tuple[str, ...] = get_args(ModeKey)
+DEFAULT_MODE_KEY = "factor"
+"""the factor alone: mode key v1 (experiments/modekey_v1) raised targeting precision 2.4–4.5× and critic consistency
+to 0.89 at no measured cost in-distribution"""
 
 SCENE_FACTOR_OF = {"task": "task", "spatial": "layout", "attribute": "attributes", "execution": "layout"}
 """diagnosis factor δ -> the scene factor a variant of the failing scene redraws (execution failures: the layout)"""

@@ -1161,7 +1161,8 @@ def test_domain_randomized_novel_scenes_start_after_the_common_round(tmp_path, r
 
 
 def test_modes_keyed_by_factor_reach_the_memory(tmp_path):
-    """mode_key="factor": failures the critic places in two phases share a mode; by default they do not."""
+    """mode_key="factor" (the default): failures the critic places in two phases share a mode; under
+    "factor_phase" they do not."""
     phases = ("grasp", "approach")
 
     def modes(run) -> dict[str, set[str]]:
@@ -1172,7 +1173,8 @@ def test_modes_keyed_by_factor_reach_the_memory(tmp_path):
 
     by_factor = modes(run_method(tmp_path, "coda", preset=replace(PRESET, mode_key="factor"), critic_phases=phases,
                                  name="by-factor"))
-    by_phase = modes(run_method(tmp_path, "coda", critic_phases=phases, name="by-phase"))
+    by_phase = modes(run_method(tmp_path, "coda", preset=replace(PRESET, mode_key="factor_phase"),
+                                critic_phases=phases, name="by-phase"))
     assert any(p == set(phases) for p in by_factor.values()), by_factor
     assert all(len(p) == 1 for p in by_phase.values()) and len(by_phase) > len(by_factor), by_phase
     with pytest.raises(ValueError, match="mode_key must be one of factor_phase, factor"):

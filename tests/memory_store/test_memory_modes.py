@@ -52,10 +52,10 @@ def test_paraphrased_causes_with_same_factor_and_phase_merge(tmp_path, minilm):
     assert np.linalg.norm(second.centroid) == pytest.approx(1.0, abs=1e-5)
 
 
-def test_different_phase_splits(tmp_path, minilm):
+def test_different_phase_splits_under_the_factor_phase_key(tmp_path, minilm):
     store = _store(tmp_path, minilm)
-    _, a, _ = record_diagnosis(store, _diag("d1", RIM, phase="approach"))
-    _, b, created = record_diagnosis(store, _diag("d2", RIM_PARAPHRASE, phase="grasp"))
+    _, a, _ = record_diagnosis(store, _diag("d1", RIM, phase="approach"), key="factor_phase")
+    _, b, created = record_diagnosis(store, _diag("d2", RIM_PARAPHRASE, phase="grasp"), key="factor_phase")
     assert created and a.id != b.id and store.count("modes") == 2
 
 
