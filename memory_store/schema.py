@@ -239,7 +239,8 @@ class Diagnosis(Record):
 
 
 class Mode(Record):
-    """A difficulty mode K_j: diagnoses clustered by (factor, phase) and cause similarity."""
+    """A difficulty mode K_j: diagnoses clustered by factor (or factor and phase, `memory_store.modes`) and cause
+    similarity; `phase` is its founding diagnosis's."""
 
     factor: DiagnosisFactor
     phase: Phase
