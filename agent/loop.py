@@ -219,7 +219,8 @@ class CoEvolution:
                     "id": f"d-ext-r{r}-{row['benchmark']}-{row['task']}-{failure['seed']}-{self.run_id}"[:128],
                     "scene_id": scene_id, "factor": d.factor, "phase": d.phase,
                     "cause": f"On {row['suite']}: {d.cause}"[:800], "round": r, "run_id": self.run_id,
-                    "evidence": {"step_indices": d.evidence_steps, "state_facts": d.state_facts}}, **self._cluster_by())
+                    "evidence": {"step_indices": d.evidence_steps, "state_facts": d.state_facts}},
+                    cluster_by=self.preset.mode_key)
                 mode_scenes.setdefault(rec["mode_id"], [])
                 if scene_id not in mode_scenes[rec["mode_id"]]:
                     mode_scenes[rec["mode_id"]].append(scene_id)
@@ -439,10 +440,6 @@ class CoEvolution:
             if d["scene_id"] not in out[d["mode_id"]]:
                 out[d["mode_id"]].append(d["scene_id"])
         return out
-
-    def _cluster_by(self) -> dict:
-        """record_diagnosis's clustering key (`Preset.mode_key`)."""
-        return {"cluster_by": self.preset.mode_key}
 
     def _diagnosed(self, r: int) -> list[dict]:
         """Round r's diagnoses: of its own rollouts, then of the external probe's failures (with external targets)."""
@@ -672,7 +669,7 @@ class CoEvolution:
                 "id": f"d-{x['rollout_id']}", "scene_id": x["scene_id"], "rollout_ids": [x["rollout_id"]],
                 "factor": d.factor, "phase": d.phase, "cause": d.cause, "round": r, "run_id": self.run_id,
                 "evidence": {"step_indices": d.evidence_steps, "state_facts": d.state_facts}},
-                **self._cluster_by())
+                cluster_by=self.preset.mode_key)
             mode_scenes.setdefault(rec["mode_id"], [])
             if x["scene_id"] not in mode_scenes[rec["mode_id"]]:
                 mode_scenes[rec["mode_id"]].append(x["scene_id"])

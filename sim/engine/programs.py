@@ -125,7 +125,7 @@ def domain_randomize_scene(spec: SceneSpec, ranges: dict, rng_state: dict[str, A
     except (TypeError, ValueError, KeyError, OverflowError) as exc:
         raise ValueError(f"rng_state is not a numpy PCG64 bit-generator state ({type(exc).__name__}: {exc}); pass "
                          "np.random.default_rng(seed).bit_generator.state or the previous call's rng_state") from None
-    ranges = DRRanges.model_validate(ranges).model_dump() if not isinstance(ranges, DRRanges) else ranges.model_dump()
+    ranges = DRRanges.model_validate(ranges).model_dump()
     new = V.domain_randomize(spec, rng, ranges)
     return Randomized(program=program_of(new), rng_state=rng.bit_generator.state)
 
