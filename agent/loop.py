@@ -810,8 +810,9 @@ class CoEvolution:
         if m.round_data != "dt_only":  # seed-scene demos of every family (the base-demo mix)
             args.update(demo_families=list(p.families), demos_per_family=p.round_mix_demos())
         if m.round_data in ("dt", "dt_failed", "dt_only"):  # D_t: the planner on accepted environments, + own successes
-            solved = {x["scene_id"] for x in rollouts if x["success"]} if m.round_data == "dt_failed" else set()
-            planned = [x["scene_id"] for x in rollouts if x["scene_id"] not in solved]
+            planned = self._dt_scenes(rollouts)
+            if p.round_demos == "accumulated":  # D_1 ∪ … ∪ D_t, this round's first
+                planned += [sid for k in range(r - 1, -1, -1) for sid in self._dt_scenes(self.state.result(f"r{k}.rollouts"))]
             args["bc_successes"] = bool(args["policy_updates"])
         else:  # the scenes of modes routed to BC
             planned = self._bc_scenes(compiled)
@@ -836,6 +837,12 @@ class CoEvolution:
                 "reused_potentials": len(reused), "policy_updates": args["policy_updates"],
                 "critic_updates": critic_updates,
                 "bc_scenes": len(bc_scenes), "args_digest": digest}
+
+    def _dt_scenes(self, rollouts: list[dict]) -> list[str]:
+        """The scenes of a round's D_t: every accepted environment with rollouts, or (`dt_failed`) those where
+        every rollout failed."""
+        solved = {x["scene_id"] for x in rollouts if x["success"]} if self.method.round_data == "dt_failed" else set()
+        return [x["scene_id"] for x in rollouts if x["scene_id"] not in solved]
 
     def _bc_scenes(self, compiled: dict) -> list[str]:
         """Targeted scene ids of this round's modes compiled to BC (at most MAX_BATCH, in mode order): the trainer

@@ -29,6 +29,8 @@ TARGETED_OPERATORS = ("all", "recreate")
 """what a targeted batch's variants may do (`Preset.targeted_operators`)"""
 NOVEL_SCENES = ("seed", "domain_rand")
 """what a guided round's novel environments are (`Preset.novel_scenes`)"""
+ROUND_DEMOS = ("round", "accumulated")
+"""whose planner demonstrations a round's update clones (`Preset.round_demos`)"""
 INTERVENTIONS = ("resample", "undo")
 """what an intervention variant changes (`Preset.intervention`)"""
 EXECUTION_VARIANTS = {"none": None, "nearby": ("nearby",)}
@@ -107,6 +109,11 @@ class Preset:
     scene variants): "seed" — fresh scenes of the family samplers; "domain_rand" — the same scenes with a resampled
     layout and attributes drawn from the hand-specified ranges of domain randomization (`agent.methods.DR_RANGES`,
     as the `domain_rand` baseline draws them). Round 1 is the common round of every method either way"""
+    round_demos: str = "round"
+    """the planner demonstrations (D_t) of a round's update: "round" — on this round's environments only;
+    "accumulated" — on this round's and every earlier round's (the paper's accumulated buffer: K_π updates per
+    round on D_1 ∪ … ∪ D_t; the planner runs once per scene, so only the data grows, not the updates). The
+    policy's own successes and the base-demo mix are this round's either way"""
     critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
     policy_updates: int = POLICY_UPDATES
@@ -183,6 +190,8 @@ class Preset:
                              f"got {self.targeted_operators!r}")
         if self.mode_key not in MODE_KEYS:
             raise ValueError(f"mode_key must be one of {', '.join(MODE_KEYS)}, got {self.mode_key!r}")
+        if self.round_demos not in ROUND_DEMOS:
+            raise ValueError(f"round_demos must be one of {', '.join(ROUND_DEMOS)}, got {self.round_demos!r}")
         if self.novel_scenes not in NOVEL_SCENES:
             raise ValueError(f"novel_scenes must be one of {', '.join(NOVEL_SCENES)}, got {self.novel_scenes!r}")
         if self.round_update not in ROUND_UPDATES:
@@ -253,7 +262,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance", "share_round0", "targeted_operators", "novel_scenes", "mode_key", "external_probe_n", "external_eval_n", "external_eval_seeds")
+            "round_update", "bc_balance", "share_round0", "targeted_operators", "novel_scenes", "mode_key", "round_demos", "external_probe_n", "external_eval_n", "external_eval_seeds")
 """the budget fields `--set` may change"""
 
 

@@ -1179,3 +1179,18 @@ def test_modes_keyed_by_factor_reach_the_memory(tmp_path):
     assert all(len(p) == 1 for p in by_phase.values()) and len(by_phase) > len(by_factor), by_phase
     with pytest.raises(ValueError, match="mode_key must be one of factor_phase, factor"):
         replace(PRESET, mode_key="phase")
+
+
+def test_accumulated_round_demos_clone_every_earlier_rounds_d_t(tmp_path):
+    """`round_demos=accumulated` (the paper's accumulated buffer): a round's update clones the planner on this
+    round's D_t and then on every earlier round's; round 1 is unchanged, and so are the own successes and the
+    base-demo mix. By default each round clones its own D_t only (`test_with_dt_...`)."""
+    run = run_method(tmp_path, "with_dt", preset=replace(PRESET, round_demos="accumulated"), name="accumulated")
+    first, second = run.trainer.of("start_training")
+    planned_beyond(run, first["demo_scene_ids"], round_scene_ids(run, 0))
+    earlier = [s for s in round_scene_ids(run, 0) if s not in round_scene_ids(run, 1)]
+    assert earlier, "round 1's scenes are not round 2's"
+    planned_beyond(run, second["demo_scene_ids"], round_scene_ids(run, 1) + earlier)
+    assert second["bc_successes"] and second["demo_families"] == ["pick_place"]
+    with pytest.raises(ValueError, match="round_demos must be one of round, accumulated"):
+        replace(PRESET, round_demos="all")
