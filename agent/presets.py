@@ -109,11 +109,12 @@ class Preset:
     scene variants): "seed" — fresh scenes of the family samplers; "domain_rand" — the same scenes with a resampled
     layout and attributes drawn from the hand-specified ranges of domain randomization (`agent.methods.DR_RANGES`,
     as the `domain_rand` baseline draws them). Round 1 is the common round of every method either way"""
-    round_demos: str = "round"
-    """the planner demonstrations (D_t) of a round's update: "round" — on this round's environments only;
-    "accumulated" — on this round's and every earlier round's (the paper's accumulated buffer: K_π updates per
-    round on D_1 ∪ … ∪ D_t; the planner runs once per scene, so only the data grows, not the updates). The
-    policy's own successes and the base-demo mix are this round's either way"""
+    round_demos: str = "accumulated"
+    """the planner demonstrations (D_t) of a round's update: "accumulated" — on this round's environments and
+    every earlier round's (the paper's accumulated buffer: K_π updates per round on D_1 ∪ … ∪ D_t; the planner runs
+    once per scene, so only the data grows, not the updates; the default by buffer v1, experiments/buffer_v1:
+    in-distribution not worse than "round", the paper's design); "round" — on this round's environments only
+    (grids v1–v2.1). The policy's own successes and the base-demo mix are this round's either way"""
     critic_updates: int = CRITIC_UPDATES
     """K_Q: critic updates per round"""
     policy_updates: int = POLICY_UPDATES

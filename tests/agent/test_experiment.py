@@ -301,6 +301,12 @@ def round_scene_ids(run, r: int) -> list[str]:
     return list(dict.fromkeys(x["scene_id"] for x in run.steps[f"r{r}.rollouts"]["result"]))
 
 
+def buffer_scene_ids(run, r: int) -> list[str]:
+    """The scenes of the accumulated buffer of round r (the default `round_demos`): round r's, then each earlier
+    round's, newest first."""
+    return list(dict.fromkeys(sid for k in range(r, -1, -1) for sid in round_scene_ids(run, k)))
+
+
 def planned_beyond(run, planned: list[str], expected: list[str]) -> list[str]:
     """`planned` starts with `expected`; what follows are failing scenes of modes below the success band
     (`CoEvolution.execution_scenes`), at most TOO_HARD_SCENES of each mode's."""
@@ -323,7 +329,7 @@ def test_with_dt_clones_planner_demos_on_every_accepted_environment(runs, tmp_pa
     assert len(trains) == 2
     for r, t in enumerate(trains):
         accepted = [s["scene_id"] for s in run.steps[f"r{r}.generate"]["result"] if s["verified"]]
-        planned_beyond(run, t["demo_scene_ids"], round_scene_ids(run, r))
+        planned_beyond(run, t["demo_scene_ids"], buffer_scene_ids(run, r))
         assert set(accepted) <= set(t["demo_scene_ids"])
         assert t["bc_successes"] and t["demo_families"] == ["pick_place"]
     assert run.steps["r1.train"]["result"]["bc_scenes"] == len(trains[1]["demo_scene_ids"])
@@ -367,7 +373,7 @@ def test_modes_routed_to_bc_clone_planner_demos_of_their_targeted_scenes(runs, t
         planned_beyond(shaped, t["demo_scene_ids"], [])
     for name in ("domain_rand", "uniform", "success_guided", "frozen_critic_select"):  # D_t only: no modes
         for r, t in enumerate(runs[name].trainer.of("start_training")):
-            assert set(t["demo_scene_ids"]) <= set(round_scene_ids(runs[name], r)), name
+            assert set(t["demo_scene_ids"]) <= set(buffer_scene_ids(runs[name], r)), name
 
 
 def test_sparse_ablation_differs_from_coda_only_in_shaping(runs):
@@ -961,7 +967,7 @@ def test_modes_below_the_band_send_their_scenes_to_bc(tmp_path):
     trains = run.trainer.of("start_training")
     assert scenes and scenes <= set(trains[2]["demo_scene_ids"])
     blind = run_method(tmp_path, "uniform", preset=replace(PRESET, rounds=3))  # no critic: no modes, D_t only
-    assert all(set(t.get("demo_scene_ids") or []) <= set(round_scene_ids(blind, r))
+    assert all(set(t.get("demo_scene_ids") or []) <= set(buffer_scene_ids(blind, r))
                for r, t in enumerate(blind.trainer.of("start_training")))
 
 
@@ -1181,16 +1187,19 @@ def test_modes_keyed_by_factor_reach_the_memory(tmp_path):
         replace(PRESET, mode_key="phase")
 
 
-def test_accumulated_round_demos_clone_every_earlier_rounds_d_t(tmp_path):
-    """`round_demos=accumulated` (the paper's accumulated buffer): a round's update clones the planner on this
-    round's D_t and then on every earlier round's; round 1 is unchanged, and so are the own successes and the
-    base-demo mix. By default each round clones its own D_t only (`test_with_dt_...`)."""
-    run = run_method(tmp_path, "with_dt", preset=replace(PRESET, round_demos="accumulated"), name="accumulated")
-    first, second = run.trainer.of("start_training")
-    planned_beyond(run, first["demo_scene_ids"], round_scene_ids(run, 0))
-    earlier = [s for s in round_scene_ids(run, 0) if s not in round_scene_ids(run, 1)]
-    assert earlier, "round 1's scenes are not round 2's"
-    planned_beyond(run, second["demo_scene_ids"], round_scene_ids(run, 1) + earlier)
-    assert second["bc_successes"] and second["demo_families"] == ["pick_place"]
+def test_round_demos_accumulate_unless_the_round_alone_is_asked_for(tmp_path):
+    """`round_demos` (the paper's accumulated buffer, the default): a round's update clones the planner on this
+    round's D_t and then on every earlier round's; round 1 is the same either way, and so are the own successes and
+    the base-demo mix. With "round" each update clones its own round's D_t only."""
+    for mode in ("accumulated", "round"):
+        run = run_method(tmp_path, "with_dt", preset=replace(PRESET, round_demos=mode), name=mode)
+        first, second = run.trainer.of("start_training")
+        planned_beyond(run, first["demo_scene_ids"], round_scene_ids(run, 0))
+        earlier = [s for s in round_scene_ids(run, 0) if s not in round_scene_ids(run, 1)]
+        assert earlier, "round 1's scenes are not round 2's"
+        planned_beyond(run, second["demo_scene_ids"], round_scene_ids(run, 1) + (earlier if mode == "accumulated" else []))
+        assert (set(earlier) <= set(second["demo_scene_ids"])) == (mode == "accumulated")
+        assert second["bc_successes"] and second["demo_families"] == ["pick_place"]
+    assert PRESET.round_demos == "accumulated"
     with pytest.raises(ValueError, match="round_demos must be one of round, accumulated"):
         replace(PRESET, round_demos="all")
