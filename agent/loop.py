@@ -559,9 +559,10 @@ class CoEvolution:
             return []
         ids = list(dict.fromkeys(s["scene_id"] for s in scenes))
         # the value critic exists after the first training (the base SFT policy has none)
-        mode = "critic" if self.method.select == "critic" and r > 0 else "sample"
-        result = self.job("collect_rollouts", scene_ids=ids, per_scene=self.preset.rollouts_per_scene,
-                          seed=r + 1000 * self.seed, tag=f"r{r}", mode=mode)
+        how = self.preset.round_rollout_args()
+        if self.method.select == "critic" and r > 0:
+            how["mode"] = "critic"
+        result = self.job("collect_rollouts", scene_ids=ids, seed=r + 1000 * self.seed, tag=f"r{r}", **how)
         info = {s["scene_id"]: s for s in scenes}
         # collect_rollouts' rows as they are; the memory derives the policy id and the return from them
         records = [{**x, "round": r, "run_id": self.run_id} for x in result]
@@ -882,8 +883,8 @@ class CoEvolution:
             before = [x["success"] for x in rollouts if x["scene_id"] in ids]
             if not ids or not before:
                 continue
-            after = self.job("collect_rollouts", scene_ids=ids, per_scene=self.preset.rollouts_per_scene,
-                             mode="sample", seed=r + 1000 * self.seed, tag=f"p{r}")
+            after = self.job("collect_rollouts", scene_ids=ids, seed=r + 1000 * self.seed, tag=f"p{r}",
+                             **self.preset.round_rollout_args())
             b, a = _mean(before), _rate(after)
             tp = compiled.get(mode_id, {}).get("training_program_id")
             self.call("memory", "update_learning_progress", mode_id=mode_id, before=b, after=a, round=r,

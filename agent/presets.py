@@ -29,6 +29,8 @@ TARGETED_OPERATORS = ("all", "recreate")
 """what a targeted batch's variants may do (`Preset.targeted_operators`)"""
 NOVEL_SCENES = ("seed", "domain_rand")
 """what a guided round's novel environments are (`Preset.novel_scenes`)"""
+ROUND_ROLLOUTS = ("sample", "mean")
+"""how a round's rollouts choose actions (`Preset.round_rollouts`)"""
 ROUND_DEMOS = ("round", "accumulated")
 """whose planner demonstrations a round's update clones (`Preset.round_demos`)"""
 INTERVENTIONS = ("resample", "undo")
@@ -109,6 +111,13 @@ class Preset:
     scene variants): "seed" — fresh scenes of the family samplers; "domain_rand" — the same scenes with a resampled
     layout and attributes drawn from the hand-specified ranges of domain randomization (`agent.methods.DR_RANGES`,
     as the `domain_rand` baseline draws them). Round 1 is the common round of every method either way"""
+    round_rollouts: str = "sample"
+    """how the policy acts in a round's rollouts (and the learning-progress check after its update): "sample" —
+    sampled actions, `rollouts_per_scene` per environment (as the paper's N rollouts); "mean" — the policy's mean
+    action, as the evaluations and the interventions act, one rollout per environment (more would repeat it), so
+    the failures diagnosed, the D_t scenes (`dt_failed`: those it fails) and the targeted-vs-control test are the
+    evaluated policy's, not its sampling noise's (a third of the sampled failures the interventions rerun are
+    solved by the mean action). Methods that select with the critic roll out with it either way"""
     round_demos: str = "accumulated"
     """the planner demonstrations (D_t) of a round's update: "accumulated" — on this round's environments and
     every earlier round's (the paper's accumulated buffer: K_π updates per round on D_1 ∪ … ∪ D_t; the planner runs
@@ -191,6 +200,8 @@ class Preset:
                              f"got {self.targeted_operators!r}")
         if self.mode_key not in MODE_KEYS:
             raise ValueError(f"mode_key must be one of {', '.join(MODE_KEYS)}, got {self.mode_key!r}")
+        if self.round_rollouts not in ROUND_ROLLOUTS:
+            raise ValueError(f"round_rollouts must be one of {', '.join(ROUND_ROLLOUTS)}, got {self.round_rollouts!r}")
         if self.round_demos not in ROUND_DEMOS:
             raise ValueError(f"round_demos must be one of {', '.join(ROUND_DEMOS)}, got {self.round_demos!r}")
         if self.novel_scenes not in NOVEL_SCENES:
@@ -214,6 +225,11 @@ class Preset:
     def round_mix_demos(self) -> int:
         """Base demos per family in a round's BC mix."""
         return max(1, self.demos_per_family // 2) if self.round_base_demos < 0 else max(1, self.round_base_demos)
+
+    def round_rollout_args(self) -> dict:
+        """collect_rollouts' `mode` and `per_scene` of a round's rollouts (`round_rollouts`)."""
+        return {"mode": "mean", "per_scene": 1} if self.round_rollouts == "mean" else {
+            "mode": "sample", "per_scene": self.rollouts_per_scene}
 
     def budget(self) -> int:
         """Generation units per round across families (targeted + novel + replay)."""
@@ -263,7 +279,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance", "share_round0", "targeted_operators", "novel_scenes", "mode_key", "round_demos", "external_probe_n", "external_eval_n", "external_eval_seeds")
+            "round_update", "bc_balance", "share_round0", "targeted_operators", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_probe_n", "external_eval_n", "external_eval_seeds")
 """the budget fields `--set` may change"""
 
 

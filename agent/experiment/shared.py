@@ -27,6 +27,18 @@ SHARED_STEPS = ("seed.sft", "eval.before", "r0.generate", "r0.rollouts")
 COPIED = ("scenes", "rollouts", "traces", "memory", "checkpoints")
 """the run folders a cell copies: the sim's scene store, the trainer's rollouts and checkpoints, the memory"""
 LATEST, BASE = "latest.pt", "base.pt"
+ROUND0_FIELDS = ("families", "robot", "seed_scenes_per_family", "eval_per_suite", "base_eval_in")
+"""the preset fields the steps a cell takes over depend on (with `Preset.round_rollout_args`); a shared round run
+with other values is another round 1"""
+
+
+def round0_changes(recorded: dict, preset) -> list[str]:
+    """The fields in which `preset` would make another round 1 than the shared run's recorded preset did."""
+    from agent.presets import Preset
+
+    then = Preset.from_dict(recorded)
+    out = [f for f in ROUND0_FIELDS if getattr(then, f) != getattr(preset, f)]
+    return out + (["round_rollouts"] if then.round_rollout_args() != preset.round_rollout_args() else [])
 
 
 def shared_dir(out: Path, seed: int, backbone: str) -> Path:
@@ -51,6 +63,10 @@ def ensure_round0(out: Path, preset, seed: int, base: dict, *, backbone: str, em
         if info.get("base_sha") != base.get("sha"):
             raise ValueError(f"{d} was run from another base policy ({info.get('base_sha')}, not {base.get('sha')}): "
                              "move it aside to run the shared round again from this base")
+        changed = round0_changes(json.loads((d / "state.json").read_text()).get("preset", {}), preset)
+        if changed:
+            raise ValueError(f"{d} was run with other {', '.join(changed)}: its round 1 is not this preset's; use "
+                             "another --out or move it aside to run the shared round again")
         return {**info, "dir": str(d)}
     say(f"shared round 1 of seed {seed} ({SHARED_METHOD}, used by every method whose round 1 is the same)")
     t0 = time.perf_counter()

@@ -1203,3 +1203,33 @@ def test_round_demos_accumulate_unless_the_round_alone_is_asked_for(tmp_path):
     assert PRESET.round_demos == "accumulated"
     with pytest.raises(ValueError, match="round_demos must be one of round, accumulated"):
         replace(PRESET, round_demos="all")
+
+
+def test_round_rollouts_mean_rolls_out_the_evaluated_policy_once_per_environment(tmp_path):
+    """`round_rollouts=mean`: a round's rollouts and its learning-progress check use the policy's mean action, one
+    rollout per environment; by default they sample `rollouts_per_scene` each."""
+    def rounds_of(run):
+        return [c for c in run.trainer.of("collect_rollouts") if c["tag"][0] in "rp"]
+
+    mean = run_method(tmp_path, "coda", preset=replace(PRESET, round_rollouts="mean"), name="mean")
+    sample = run_method(tmp_path, "coda", name="sample")
+    assert {c["tag"][0] for c in rounds_of(mean)} == {"r", "p"}, "rounds and learning progress both roll out"
+    assert all(c["mode"] == "mean" and c["per_scene"] == 1 for c in rounds_of(mean))
+    assert all(c["mode"] == "sample" and c["per_scene"] == PRESET.rollouts_per_scene == 2 for c in rounds_of(sample))
+    assert len(mean.steps["r0.rollouts"]["result"]) * 2 == len(sample.steps["r0.rollouts"]["result"])
+    with pytest.raises(ValueError, match="round_rollouts must be one of sample, mean"):
+        replace(PRESET, round_rollouts="greedy")
+
+
+def test_a_shared_round_run_with_another_round_1_preset_is_refused():
+    """A shared round 1 is reused only by presets that would make the same round 1 (base aside): other seed scenes
+    or other rollouts are named; later-round settings are not."""
+    from agent.experiment.shared import round0_changes
+
+    recorded = {**PRESET.to_dict(), "round_rollouts": None}
+    del recorded["round_rollouts"]  # a shared run recorded before the field existed sampled its rollouts
+    assert round0_changes(recorded, PRESET) == []
+    assert round0_changes(recorded, replace(PRESET, rounds=5, round_demos="round", mode_key="factor_phase")) == []
+    assert round0_changes(recorded, replace(PRESET, round_rollouts="mean")) == ["round_rollouts"]
+    assert round0_changes(recorded, replace(PRESET, seed_scenes_per_family=9, rollouts_per_scene=3)) == [
+        "seed_scenes_per_family", "round_rollouts"]
