@@ -560,8 +560,8 @@ class CoEvolution:
         ids = list(dict.fromkeys(s["scene_id"] for s in scenes))
         # the value critic exists after the first training (the base SFT policy has none)
         how = self.preset.round_rollout_args()
-        if self.method.select == "critic" and r > 0:
-            how["mode"] = "critic"
+        if self.method.select == "critic" and r > 0:  # Q-softmax over sampled chunks: N rollouts differ
+            how = {"mode": "critic", "per_scene": self.preset.rollouts_per_scene}
         result = self.job("collect_rollouts", scene_ids=ids, seed=r + 1000 * self.seed, tag=f"r{r}", **how)
         info = {s["scene_id"]: s for s in scenes}
         # collect_rollouts' rows as they are; the memory derives the policy id and the return from them
