@@ -1,0 +1,65 @@
+"""Rollout v1 (PROTOCOL.md): paired B − A in-distribution (decision) and OOD (reported) per seed and pooled, with
+targeting precision, critic consistency, the execution share of diagnoses, rollouts per round and cell minutes.
+Arm A is buffer v1's arm B.
+
+    .venv/bin/python experiments/rollout_v1/analyze.py
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+from agent.experiment.metrics import paired_ood
+
+HERE = Path(__file__).parent
+ARMS = {"A": HERE.parent / "buffer_v1/b", "B": HERE / "b"}
+SEEDS = (6, 7, 8, 3, 4, 5)
+ENGINE = ("targeting_precision", "critic_consistency", "targeted_success", "control_success")
+
+spec = importlib.util.spec_from_file_location("novel_dr_v1", HERE.parent / "novel_dr_v1/analyze.py")
+novel_dr = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(novel_dr)
+
+
+def run_figures(arm: Path, seed: int) -> dict:
+    path = arm / "runs" / f"coda-s{seed}" / "state.json"
+    if not path.exists():
+        return {}
+    steps = json.loads(path.read_text())["steps"]
+    rounds = [r for r in range(10) if f"r{r}.rollouts" in steps]
+    diagnoses = [d for r in rounds for d in steps.get(f"r{r}.diagnose", {}).get("result", [])]
+    return {"rollouts per round": [len(steps[f"r{r}.rollouts"]["result"]) for r in rounds],
+            "execution share": round(sum(d["factor"] == "execution" for d in diagnoses) / len(diagnoses), 3)
+            if diagnoses else None}
+
+
+def main() -> None:
+    out: dict = {}
+    for seed in SEEDS:
+        cells = {k: novel_dr.cell(arm / "cells" / f"coda-s{seed}.json") for k, arm in ARMS.items()}
+        if None in cells.values():
+            continue
+        a, b = cells["A"], cells["B"]
+        out[f"seed {seed}"] = {
+            "B - A in-distribution (in, seed)": paired_ood(a["eval_after"], b["eval_after"], suites=("in", "seed")),
+            "B - A mean OOD": paired_ood(a["eval_after"], b["eval_after"]),
+            **{f"{k}: engine": {m: c["metrics"].get(m) for m in ENGINE} | run_figures(ARMS[k], seed)
+               | {"cell minutes": round(c["metrics"]["cell_wall_seconds"] / 60, 1)} for k, c in cells.items()}}
+    rows = list(out.values())
+    if rows:
+        keys = [k for k in rows[0] if k.startswith("B - A")]
+        out["pooled"] = {k: novel_dr.pooled([r[k] for r in rows]) for k in keys}
+        out["pooled"]["partial"] = len(rows) < len(SEEDS)
+    for group, row in out.items():
+        print(group)
+        for k, v in row.items():
+            if isinstance(v, dict) and "points" in v:
+                over = f", ± {v['se_over_seeds']:.1f} over seeds" if v.get("se_over_seeds") is not None else ""
+                print(f"  {k}: {v['points']:+.1f} ± {v['se']:.1f}{over}" + (f" ({v['seeds']} seeds)" if "seeds" in v else ""))
+            else:
+                print(f"  {k}: {v}")
+    (HERE / "analysis.json").write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
