@@ -54,10 +54,16 @@ def main() -> None:
             "scene demos per round": {"A": scene_demos(sa), "B": scene_demos(sb)},
             "cell minutes": {"A": round(a["metrics"]["cell_wall_seconds"] / 60, 1),
                              "B": round(b["metrics"]["cell_wall_seconds"] / 60, 1)}}
+    report(out, HERE)
+
+
+def report(out: dict, here: Path, **pooled_extra) -> None:
+    """Pool the per-seed "B - A" rows (± the s.e. over seeds), print them and write here/analysis.json; rollout
+    v1 reports the same way."""
     rows = list(out.values())
     if rows:
         keys = [k for k in rows[0] if k.startswith("B - A")]
-        out["pooled"] = {k: novel_dr.pooled([r[k] for r in rows]) for k in keys}
+        out["pooled"] = {k: novel_dr.pooled([r[k] for r in rows]) for k in keys} | pooled_extra
     for group, row in out.items():
         print(group)
         for k, v in row.items():
@@ -66,8 +72,7 @@ def main() -> None:
                 print(f"  {k}: {v['points']:+.1f} ± {v['se']:.1f}{over}" + (f" ({v['seeds']} seeds)" if "seeds" in v else ""))
             else:
                 print(f"  {k}: {v}")
-    (HERE / "analysis.json").write_text(json.dumps(out, indent=1))
-
+    (here / "analysis.json").write_text(json.dumps(out, indent=1))
 
 if __name__ == "__main__":
     main()

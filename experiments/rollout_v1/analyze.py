@@ -16,9 +16,10 @@ ARMS = {"A": HERE.parent / "buffer_v1/b", "B": HERE / "b"}
 SEEDS = (6, 7, 8, 3, 4, 5)
 ENGINE = ("targeting_precision", "critic_consistency", "targeted_success", "control_success")
 
-spec = importlib.util.spec_from_file_location("novel_dr_v1", HERE.parent / "novel_dr_v1/analyze.py")
-novel_dr = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(novel_dr)
+spec = importlib.util.spec_from_file_location("buffer_v1", HERE.parent / "buffer_v1/analyze.py")
+buffer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(buffer)
+novel_dr = buffer.novel_dr
 
 
 def run_figures(arm: Path, seed: int) -> dict:
@@ -45,20 +46,7 @@ def main() -> None:
             "B - A mean OOD": paired_ood(a["eval_after"], b["eval_after"]),
             **{f"{k}: engine": {m: c["metrics"].get(m) for m in ENGINE} | run_figures(ARMS[k], seed)
                | {"cell minutes": round(c["metrics"]["cell_wall_seconds"] / 60, 1)} for k, c in cells.items()}}
-    rows = list(out.values())
-    if rows:
-        keys = [k for k in rows[0] if k.startswith("B - A")]
-        out["pooled"] = {k: novel_dr.pooled([r[k] for r in rows]) for k in keys}
-        out["pooled"]["partial"] = len(rows) < len(SEEDS)
-    for group, row in out.items():
-        print(group)
-        for k, v in row.items():
-            if isinstance(v, dict) and "points" in v:
-                over = f", ± {v['se_over_seeds']:.1f} over seeds" if v.get("se_over_seeds") is not None else ""
-                print(f"  {k}: {v['points']:+.1f} ± {v['se']:.1f}{over}" + (f" ({v['seeds']} seeds)" if "seeds" in v else ""))
-            else:
-                print(f"  {k}: {v}")
-    (HERE / "analysis.json").write_text(json.dumps(out, indent=1))
+    buffer.report(out, HERE, partial=len(out) < len(SEEDS))
 
 
 if __name__ == "__main__":
