@@ -559,7 +559,7 @@ class CoEvolution:
             return []
         ids = list(dict.fromkeys(s["scene_id"] for s in scenes))
         # the value critic exists after the first training (the base SFT policy has none)
-        how = self.preset.round_rollout_args()
+        how = self.preset.round_rollout_args(rates=self.method.reads_success_rates)
         if self.method.select == "critic" and r > 0:  # Q-softmax over sampled chunks: N rollouts differ
             how = {"mode": "critic", "per_scene": self.preset.rollouts_per_scene}
         result = self.job("collect_rollouts", scene_ids=ids, seed=r + 1000 * self.seed, tag=f"r{r}", **how)

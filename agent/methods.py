@@ -94,6 +94,11 @@ class Method:
         return self.generation == "diagnosis"
 
     @property
+    def reads_success_rates(self) -> bool:
+        """Generation picks environments by their measured success rate (N sampled rollouts per environment)."""
+        return self.generation == "success"
+
+    @property
     def shares_round0(self) -> bool:
         """Round 1 is the common one (novel seed scenes, the base's sampled rollouts, evaluation by the policy
         mean), so an experiment may run it once per seed (`Preset.share_round0`); whether the update is the same

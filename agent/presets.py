@@ -226,9 +226,10 @@ class Preset:
         """Base demos per family in a round's BC mix."""
         return max(1, self.demos_per_family // 2) if self.round_base_demos < 0 else max(1, self.round_base_demos)
 
-    def round_rollout_args(self) -> dict:
-        """collect_rollouts' `mode` and `per_scene` of a round's rollouts (`round_rollouts`)."""
-        return {"mode": "mean", "per_scene": 1} if self.round_rollouts == "mean" else {
+    def round_rollout_args(self, rates: bool = False) -> dict:
+        """collect_rollouts' `mode` and `per_scene` of a round's rollouts (`round_rollouts`); `rates`: for a method
+        that reads a success rate per environment from them (sampled, whatever `round_rollouts` says)."""
+        return {"mode": "mean", "per_scene": 1} if self.round_rollouts == "mean" and not rates else {
             "mode": "sample", "per_scene": self.rollouts_per_scene}
 
     def budget(self) -> int:

@@ -133,9 +133,9 @@ def run_cell(out: Path, method: str, seed: int, preset: Preset, base: dict, *, b
     name = cell_name(method, seed, backbone)
     run_dir = out / "runs" / name
     shared = None
-    if preset.share_round0 and get_method(method).shares_round0:
-        from agent.experiment.shared import adopt_round0, ensure_round0
+    from agent.experiment.shared import adopt_round0, ensure_round0, shares_round0
 
+    if preset.share_round0 and shares_round0(get_method(method), preset):
         shared = ensure_round0(out, preset, seed, base, backbone=backbone, embedder=embedder, backend=backend)
         if shared and adopt_round0(run_dir, shared):
             say(f"{name} starts from the shared round 1 of seed {seed}")

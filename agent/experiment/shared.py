@@ -41,6 +41,14 @@ def round0_changes(recorded: dict, preset) -> list[str]:
     return out + (["round_rollouts"] if then.round_rollout_args() != preset.round_rollout_args() else [])
 
 
+def shares_round0(method, preset) -> bool:
+    """Whether `method`'s round 1 is the shared one under `preset`: a method whose round 1 is the common computation
+    (`Method.shares_round0`) and whose round rollouts are the shared run's (success-guided keeps sampled rollouts
+    when the preset's are the mean action's: `Preset.round_rollout_args`)."""
+    return method.shares_round0 and (preset.round_rollout_args(rates=method.reads_success_rates)
+                                     == preset.round_rollout_args())
+
+
 def shared_dir(out: Path, seed: int, backbone: str) -> Path:
     return Path(out) / "shared" / f"round0-{backbone}-s{seed}"
 

@@ -1221,6 +1221,21 @@ def test_round_rollouts_mean_rolls_out_the_evaluated_policy_once_per_environment
         replace(PRESET, round_rollouts="greedy")
 
 
+def test_success_guided_keeps_sampled_rollouts_and_its_own_round_1_under_mean_rollouts(tmp_path):
+    """Success-guided reads a success rate per environment from its rollouts: under `round_rollouts=mean` it still
+    samples `rollouts_per_scene` (one deterministic rollout gives 0 or 1, never inside the band), so its round 1 is
+    not the shared one; the other sharing methods roll out the mean action and keep sharing."""
+    from agent.experiment.shared import shares_round0
+
+    mean = replace(PRESET, round_rollouts="mean")
+    run = run_method(tmp_path, "success_guided", preset=mean, name="sg")
+    assert {(c["mode"], c["per_scene"]) for c in run.trainer.of("collect_rollouts") if c["tag"][0] == "r"} == {
+        ("sample", PRESET.rollouts_per_scene)}
+    assert run.state["r1.success_pool"], "rates from two sampled rollouts put scenes inside the band"
+    assert shares_round0(METHODS["success_guided"], PRESET) and not shares_round0(METHODS["success_guided"], mean)
+    assert shares_round0(METHODS["coda"], mean) and shares_round0(METHODS["uniform"], mean)
+
+
 def test_a_shared_round_run_with_another_round_1_preset_is_refused():
     """A shared round 1 is reused only by presets that would make the same round 1 (base aside): other seed scenes
     or other rollouts are named; later-round settings are not."""
