@@ -559,7 +559,7 @@ class CoEvolution:
             return []
         ids = list(dict.fromkeys(s["scene_id"] for s in scenes))
         # the value critic exists after the first training (the base SFT policy has none)
-        how = self.preset.round_rollout_args(rates=self.method.reads_success_rates)
+        how = self.preset.round_rollout_args(sampled=self.method.samples_rollouts)
         if self.method.select == "critic" and r > 0:  # Q-softmax over sampled chunks: N rollouts differ
             how = {"mode": "critic", "per_scene": self.preset.rollouts_per_scene}
         result = self.job("collect_rollouts", scene_ids=ids, seed=r + 1000 * self.seed, tag=f"r{r}", **how)
@@ -884,7 +884,7 @@ class CoEvolution:
             if not ids or not before:
                 continue
             after = self.job("collect_rollouts", scene_ids=ids, seed=r + 1000 * self.seed, tag=f"p{r}",
-                             **self.preset.round_rollout_args())
+                             **self.preset.round_rollout_args(sampled=self.method.samples_rollouts))
             b, a = _mean(before), _rate(after)
             tp = compiled.get(mode_id, {}).get("training_program_id")
             self.call("memory", "update_learning_progress", mode_id=mode_id, before=b, after=a, round=r,

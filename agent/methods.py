@@ -94,9 +94,11 @@ class Method:
         return self.generation == "diagnosis"
 
     @property
-    def reads_success_rates(self) -> bool:
-        """Generation picks environments by their measured success rate (N sampled rollouts per environment)."""
-        return self.generation == "success"
+    def samples_rollouts(self) -> bool:
+        """The round's rollouts are N sampled ones per environment whatever `Preset.round_rollouts` says: generation
+        picks environments by their measured success rate, or the value critic selects chunks (trained on, then
+        choosing among, sampled chunks)."""
+        return self.generation == "success" or self.select == "critic"
 
     @property
     def shares_round0(self) -> bool:

@@ -111,13 +111,14 @@ class Preset:
     scene variants): "seed" — fresh scenes of the family samplers; "domain_rand" — the same scenes with a resampled
     layout and attributes drawn from the hand-specified ranges of domain randomization (`agent.methods.DR_RANGES`,
     as the `domain_rand` baseline draws them). Round 1 is the common round of every method either way"""
-    round_rollouts: str = "sample"
-    """how the policy acts in a round's rollouts (and the learning-progress check after its update): "sample" —
-    sampled actions, `rollouts_per_scene` per environment (as the paper's N rollouts); "mean" — the policy's mean
-    action, as the evaluations and the interventions act, one rollout per environment (more would repeat it), so
-    the failures diagnosed, the D_t scenes (`dt_failed`: those it fails) and the targeted-vs-control test are the
-    evaluated policy's, not its sampling noise's (a third of the sampled failures the interventions rerun are
-    solved by the mean action). Methods that select with the critic roll out with it either way"""
+    round_rollouts: str = "mean"
+    """how the policy acts in a round's rollouts (and the learning-progress check after its update): "mean" — the
+    policy's mean action, as the evaluations and the interventions act, one rollout per environment (more would
+    repeat it), so the failures diagnosed, the D_t scenes (`dt_failed`: those it fails) and the targeted-vs-control
+    test are the evaluated policy's, not its sampling noise's (a third of the sampled failures the interventions
+    rerun are solved by the mean action); the default by rollout v1 (experiments/rollout_v1, six seeds:
+    in-distribution +3.4 ± 1.8 over seeds against "sample", half the rollouts); "sample" — sampled actions,
+    `rollouts_per_scene` per environment (as the paper's N rollouts). Methods that select with the critic roll out with it either way"""
     round_demos: str = "accumulated"
     """the planner demonstrations (D_t) of a round's update: "accumulated" — on this round's environments and
     every earlier round's (the paper's accumulated buffer: K_π updates per round on D_1 ∪ … ∪ D_t; the planner runs
@@ -217,25 +218,29 @@ class Preset:
 
     @classmethod
     def from_dict(cls, data: dict) -> Preset:
-        """The preset a run recorded (`to_dict`, e.g. state.json's "preset"); fields added since take their
-        defaults."""
+        """The preset a run recorded (`to_dict`, e.g. state.json's "preset"); a field added since takes the value
+        that does what the code did before it existed (`BEFORE_FIELD`), else its default."""
         known = {f.name for f in fields(cls)}
+        data = {**{k: v for k, v in BEFORE_FIELD.items() if k not in data}, **data}
         return cls(**{k: tuple(v) if k in ("families", "band") else v for k, v in data.items() if k in known})
 
     def round_mix_demos(self) -> int:
         """Base demos per family in a round's BC mix."""
         return max(1, self.demos_per_family // 2) if self.round_base_demos < 0 else max(1, self.round_base_demos)
 
-    def round_rollout_args(self, rates: bool = False) -> dict:
-        """collect_rollouts' `mode` and `per_scene` of a round's rollouts (`round_rollouts`); `rates`: for a method
-        that reads a success rate per environment from them (sampled, whatever `round_rollouts` says)."""
-        return {"mode": "mean", "per_scene": 1} if self.round_rollouts == "mean" and not rates else {
+    def round_rollout_args(self, sampled: bool = False) -> dict:
+        """collect_rollouts' `mode` and `per_scene` of a round's rollouts (`round_rollouts`); `sampled`: for a method
+        that needs N sampled rollouts per environment whatever `round_rollouts` says (`Method.samples_rollouts`)."""
+        return {"mode": "mean", "per_scene": 1} if self.round_rollouts == "mean" and not sampled else {
             "mode": "sample", "per_scene": self.rollouts_per_scene}
 
     def budget(self) -> int:
         """Generation units per round across families (targeted + novel + replay)."""
         return self.targeted_per_family * len(self.families)
 
+
+BEFORE_FIELD = {"round_rollouts": "sample", "round_demos": "round"}
+"""fields whose default changed after they were added → what a preset recorded without them did"""
 
 PRESETS = {
     # 40 accepted environments per family and round: the round benchmark's D_t size (quick run protocol v2)

@@ -45,7 +45,7 @@ def shares_round0(method, preset) -> bool:
     """Whether `method`'s round 1 is the shared one under `preset`: a method whose round 1 is the common computation
     (`Method.shares_round0`) and whose round rollouts are the shared run's (success-guided keeps sampled rollouts
     when the preset's are the mean action's: `Preset.round_rollout_args`)."""
-    return method.shares_round0 and (preset.round_rollout_args(rates=method.reads_success_rates)
+    return method.shares_round0 and (preset.round_rollout_args(sampled=method.samples_rollouts)
                                      == preset.round_rollout_args())
 
 
