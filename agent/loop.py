@@ -32,7 +32,7 @@ import numpy as np
 from agent.hub import Hub, ToolError
 from agent.methods import CODA, Method
 from agent.presets import EXECUTION_VARIANTS, Preset, external_tasks
-from agent.roles.engine import OfflineEngine, operators_for, program_of, recreating_operators
+from agent.roles.engine import CONTROL_FACTOR, OfflineEngine, operators_for, program_of, recreating_operators
 from agent.roles.factory import Roles
 from agent.runstate import RunState
 from servers.contract import MAX_BATCH, MAX_PAGE
@@ -336,7 +336,7 @@ class CoEvolution:
                 continue
             targeted, control = [], []
             for i, (parent, n) in enumerate(parents):  # variants spread over the mode's failing parents
-                t, c = engine.batches(parent, mode["factor"], mode["phase"], n,
+                t, c = engine.batches(parent, mode["factor"], mode["phase"], n, keep=self._keep(mode),
                                       seed=1000 * r + 100_000 * self.seed + 7_919 * i, **self._variant_ops(mode))
                 targeted, control = targeted + t, control + c
             for pair in zip(targeted, control, strict=False):  # interleaved: a cut keeps both batches
@@ -352,7 +352,7 @@ class CoEvolution:
             left = k - len(fresh)
             parents = self._mode_parents(mode_id, mode_scenes, left) if left > 0 else []
             for i, (parent, n) in enumerate(parents):
-                made = engine.variants(parent, SCENE_FACTOR_OF[mode["factor"]], n,
+                made = engine.variants(parent, self._replay_factor(mode), n,
                                        seed=7 * r + 1 + 100_000 * self.seed + 7_919 * i, batch="replay",
                                        **self._variant_ops(mode))
                 programs += [(pr, mode_id) for pr in made]
@@ -400,10 +400,24 @@ class CoEvolution:
         return (self.method.intervene and mode["factor"] == "execution"
                 and EXECUTION_VARIANTS[self.preset.execution_variants] is None)
 
+    def _replay_factor(self, mode: dict) -> str:
+        """The scene factor a mode's replay variants of its own scenes vary: its own, or with
+        `Preset.targeted_batches = "keep"` the other one (`CONTROL_FACTOR`), as its targeted batches do."""
+        factor = SCENE_FACTOR_OF[mode["factor"]]
+        return CONTROL_FACTOR[factor] if self._keep(mode) else factor
+
+    def _keep(self, mode: dict) -> bool:
+        """Targeted variants keep the mode's factor and vary another (`Preset.targeted_batches`); an execution
+        mode's variants (`Preset.execution_variants`) are near-duplicates either way."""
+        return self.preset.targeted_batches == "keep" and mode["factor"] != "execution"
+
     def _variant_ops(self, mode: dict) -> dict:
         """The operators of a mode's targeted and replay variants: an execution mode's under
-        `Preset.execution_variants`; another mode's under `Preset.targeted_operators` ("recreate": only those that
-        recreate the difficulty); else the engine's own choice."""
+        `Preset.execution_variants`; none when they keep the mode's factor (`_keep`: the other factor is
+        resampled); another mode's under `Preset.targeted_operators` ("recreate": only those that recreate the
+        difficulty); else the engine's own choice."""
+        if self._keep(mode):
+            return {}
         if mode["factor"] == "execution":
             ops = EXECUTION_VARIANTS[self.preset.execution_variants]
         elif self.preset.targeted_operators == "recreate":

@@ -27,6 +27,8 @@ ROUND_UPDATES = ("bc", "branch", "critic")
 """the policy updates a round may use (`Preset.round_update`)"""
 TARGETED_OPERATORS = ("all", "recreate")
 """what a targeted batch's variants may do (`Preset.targeted_operators`)"""
+TARGETED_BATCHES = ("vary", "keep")
+"""which factor a mode's targeted and control batches vary (`Preset.targeted_batches`)"""
 NOVEL_SCENES = ("seed", "domain_rand")
 """what a guided round's novel environments are (`Preset.novel_scenes`)"""
 ROUND_ROLLOUTS = ("sample", "mean")
@@ -101,6 +103,14 @@ class Preset:
     rotate but at 39-48% under a layout resample or fewer_goals, against 17-23% in control batches. Recreate v1
     (experiments/recreate_v1): "recreate" doubled targeting precision but was −2.9 ± 2.0 points in-distribution,
     so "all" stays the default"""
+    targeted_batches: str = "vary"
+    """which factor a mode's targeted batches vary (and replay variants of its own scenes): "vary" — the diagnosed
+    factor (by `targeted_operators`), the control batch another; "keep" — another factor (resampled), keeping the
+    diagnosed factor's value that failed, while the control batch redraws the diagnosed factor (`resample`).
+    With attribution by intervention a mode's factor is the one whose redraw turned the failure into a success, so
+    redrawing it tends to remove the difficulty: under mean rollouts targeted batches succeeded at 38-62%, their
+    controls (the diagnosed factor kept) at 32-50% (rollout v1). "keep" recreates the difficulty in new contexts
+    and makes the validation test (targeted < control) the intervention's own claim"""
     mode_key: str = DEFAULT_MODE_KEY
     """what a diagnosis must share with a difficulty mode to join it (the memory's `record_diagnosis`
     cluster_by): "factor" — its factor alone, the phase the mode's founding attribute (two failures of one scene in
@@ -196,6 +206,9 @@ class Preset:
         if self.execution_variants not in EXECUTION_VARIANTS:
             raise ValueError(f"execution_variants must be one of {', '.join(EXECUTION_VARIANTS)}, "
                              f"got {self.execution_variants!r}")
+        if self.targeted_batches not in TARGETED_BATCHES:
+            raise ValueError(f"targeted_batches must be one of {', '.join(TARGETED_BATCHES)}, "
+                             f"got {self.targeted_batches!r}")
         if self.targeted_operators not in TARGETED_OPERATORS:
             raise ValueError(f"targeted_operators must be one of {', '.join(TARGETED_OPERATORS)}, "
                              f"got {self.targeted_operators!r}")
@@ -285,7 +298,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance", "share_round0", "targeted_operators", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_probe_n", "external_eval_n", "external_eval_seeds")
+            "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_probe_n", "external_eval_n", "external_eval_seeds")
 """the budget fields `--set` may change"""
 
 

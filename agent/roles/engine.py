@@ -138,15 +138,20 @@ class OfflineEngine:
         return [program_of(m, batch, parent=parent, binding=made["roles"]) for m in made["programs"]]
 
     def batches(self, spec: SceneSpec, diagnosis_factor: str, phase: str, n: int, seed: int = 0,
-                operators: tuple[str, ...] | None = None) -> tuple[list[EngineProgram], list[EngineProgram]]:
+                operators: tuple[str, ...] | None = None, keep: bool = False,
+                ) -> tuple[list[EngineProgram], list[EngineProgram]]:
         """(targeted, control): vary the diagnosed factor (with `operators` where given), and for control a
-        different one."""
+        different one; `keep` (`Preset.targeted_batches`): vary the other factor in the targeted batch, keeping the
+        diagnosed factor's value, and redraw the diagnosed factor in the control batch."""
         factor = SCENE_FACTOR[diagnosis_factor]
+        other = CONTROL_FACTOR[factor]
+        if keep:
+            targeted = self.variants(spec, other, n, seed, batch="targeted", operators=operators_for(other, None))
+            control = self.variants(spec, factor, n, seed + 1, batch="control", operators=("resample",))
+            return targeted, control
         ops = operators or (("rotate", "resample") if diagnosis_factor == "execution" else None)
         targeted = self.variants(spec, factor, n, seed, phase=phase, batch="targeted", operators=ops)
-        control_factor = CONTROL_FACTOR[factor]
-        control = self.variants(spec, control_factor, n, seed + 1, batch="control",
-                                operators=operators_for(control_factor, None))
+        control = self.variants(spec, other, n, seed + 1, batch="control", operators=operators_for(other, None))
         return targeted, control
 
     def apply_generation_program(self, program: GenerationProgram, spec: SceneSpec, n: int, seed: int = 0,
@@ -264,11 +269,17 @@ class LLMEngine:
                     update={"parent": spec.spec_hash()}) for i in range(n)]
 
     def batches(self, spec: SceneSpec, diagnosis_factor: str, phase: str, n: int, seed: int = 0, cause: str = "",
-                operators: tuple[str, ...] | None = None) -> tuple[list[EngineProgram], list[EngineProgram]]:
+                operators: tuple[str, ...] | None = None, keep: bool = False,
+                ) -> tuple[list[EngineProgram], list[EngineProgram]]:
         """As the offline engine's; the model writes its own variation (`operators` only name the wanted kind)."""
         factor = SCENE_FACTOR[diagnosis_factor]
+        other = CONTROL_FACTOR[factor]
+        if keep:
+            targeted = self.variants(spec, other, n, seed, phase=phase, cause=cause)
+            control = self.variants(spec, factor, n, seed + 1, batch="control")
+            return targeted, control
         targeted = self.variants(spec, factor, n, seed, phase=phase, cause=cause, operators=operators)
-        control = self.variants(spec, CONTROL_FACTOR[factor], n, seed + 1, batch="control")
+        control = self.variants(spec, other, n, seed + 1, batch="control")
         return targeted, control
 
 

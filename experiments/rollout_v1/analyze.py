@@ -34,19 +34,28 @@ def run_figures(arm: Path, seed: int) -> dict:
             if diagnoses else None}
 
 
-def main() -> None:
+def compare(arms: dict, seeds: tuple, here: Path, same_machine=None) -> None:
+    """Paired B − A per seed and pooled (buffer v1's `report`), with the data engine's figures of both arms; keep v1
+    compares the same way. `same_machine(seed)` → None when the seed passes its check, else why it is left out."""
     out: dict = {}
-    for seed in SEEDS:
-        cells = {k: novel_dr.cell(arm / "cells" / f"coda-s{seed}.json") for k, arm in ARMS.items()}
+    for seed in seeds:
+        cells = {k: novel_dr.cell(arm / "cells" / f"coda-s{seed}.json") for k, arm in arms.items()}
         if None in cells.values():
+            continue
+        if same_machine and (why := same_machine(seed)):
+            print(f"seed {seed} left out: {why}")
             continue
         a, b = cells["A"], cells["B"]
         out[f"seed {seed}"] = {
             "B - A in-distribution (in, seed)": paired_ood(a["eval_after"], b["eval_after"], suites=("in", "seed")),
             "B - A mean OOD": paired_ood(a["eval_after"], b["eval_after"]),
-            **{f"{k}: engine": {m: c["metrics"].get(m) for m in ENGINE} | run_figures(ARMS[k], seed)
+            **{f"{k}: engine": {m: c["metrics"].get(m) for m in ENGINE} | run_figures(arms[k], seed)
                | {"cell minutes": round(c["metrics"]["cell_wall_seconds"] / 60, 1)} for k, c in cells.items()}}
-    buffer.report(out, HERE, partial=len(out) < len(SEEDS))
+    buffer.report(out, here, partial=len(out) < len(seeds))
+
+
+def main() -> None:
+    compare(ARMS, SEEDS, HERE)
 
 
 if __name__ == "__main__":

@@ -1153,6 +1153,28 @@ def test_recreating_targeted_operators_never_redraw_or_ease_the_diagnosed_factor
         replace(PRESET, targeted_operators="harder")
 
 
+def test_kept_targeted_batches_vary_another_factor_than_the_modes(tmp_path, runs):
+    """targeted_batches="keep": a mode's targeted variants (and replay variants of its scenes) vary the factor its
+    control batch varied by default, and the control batch redraws the mode's own factor; "vary" is the default."""
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, targeted_batches="keep", rounds=3, eps_replay=0.5,
+                                                      targeted_per_family=6))
+    scenes = [s for k, v in run.steps.items() if k.endswith(".generate") for s in v["result"]]
+    default = [s for k, v in runs["coda"].steps.items() if k.endswith(".generate") for s in v["result"]]
+
+    def factors(rows, batch):
+        return {s["factor"] for s in rows if s["batch"] == batch}
+
+    assert factors(default, "targeted") == {"layout"} and factors(default, "control") == {"attributes"}
+    assert factors(scenes, "targeted") == {"attributes"} and factors(scenes, "control") == {"layout"}
+    assert {s["operator"] for s in scenes if s["batch"] == "control"} == {"resample"}
+    found = {d["scene_id"] for k in ("r0.diagnose", "r1.diagnose") for d in run.steps[k]["result"]}
+    own = [s for s in scenes if s["batch"] == "replay" and s["parent"] in found]  # not the programs' new parents
+    assert own and factors(own, "replay") == {"attributes"}
+    assert PRESET.targeted_batches == "vary"
+    with pytest.raises(ValueError, match="targeted_batches must be one of vary, keep"):
+        replace(PRESET, targeted_batches="swap")
+
+
 def test_domain_randomized_novel_scenes_start_after_the_common_round(tmp_path, runs):
     """novel_scenes="domain_rand": round 1 keeps the common seed scenes (its scenes equal default CoDA's), a later
     round's novel environments are domain-randomized family scenes (batch "novel", operator "domain_rand")."""

@@ -66,6 +66,21 @@ def test_targeted_variants_change_only_the_named_factor(family, diagnosis_factor
     assert targeted, "the engine found no targeted variant"
 
 
+@pytest.mark.parametrize(("diagnosis_factor", "phase"), [("spatial", "grasp"), ("attribute", "lift"), ("task", "place")])
+def test_kept_batches_vary_the_other_factor_and_redraw_the_diagnosed_one_in_control(diagnosis_factor, phase, hub):
+    """`keep=True` (`Preset.targeted_batches = "keep"`): the targeted variants keep the diagnosed factor and change
+    only the other one; the control variants redraw only the diagnosed factor."""
+    spec = sample_spec("pick_place", 4)
+    parent = rebuilt(program_of(spec))
+    targeted, control = OfflineEngine(hub=hub).batches(spec, diagnosis_factor, phase, 2, seed=3, keep=True)
+    factor = SCENE_FACTOR[diagnosis_factor]
+    assert targeted and control
+    for program, expected in [(p, CONTROL_FACTOR[factor]) for p in targeted] + [(p, factor) for p in control]:
+        assert changed(parent, rebuilt(program)) == {FACTOR_FIELD[expected]}, program.operator
+        assert program.factor == expected
+    assert {p.operator for p in control} == {"resample"}
+
+
 def test_seed_program_rebuilds_its_scene(hub):
     spec = sample_spec("prep", 5)
     (program,) = OfflineEngine(hub=hub).seed_programs("prep", 1, start_seed=5)
