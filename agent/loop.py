@@ -605,8 +605,8 @@ class CoEvolution:
 
     def intervene(self, r: int, rollouts: list[dict], draw: int = 0) -> dict[str, dict]:
         """Attribution by intervention (issue 19): for each scene with a failure to diagnose, the current policy
-        (mean action, so the outcome is the scene's, not the sampling's) rolls out once in the unchanged scene and,
-        where it fails there too, once in each of `preset.intervention_variants` verified variants per scene factor
+        (mean action, so the outcome is the scene's, not the sampling's) rolls out once in the unchanged scene (not
+        under mean round rollouts: the failure is that run) and, where it fails there too, once in each of `preset.intervention_variants` verified variants per scene factor
         (task, layout, attributes; the engine's own operators). A scene the deterministic policy solves failed by
         sampling noise: no factor is attributed there (`Intervention.attributed`), so no variants are made for it
         (29% of the intervened scenes of a probe24-size cell). `preset.intervention` says what the variants change
@@ -619,7 +619,9 @@ class CoEvolution:
         scene_ids = list(dict.fromkeys(x["scene_id"] for x in self.to_diagnose(rollouts)))
         if n <= 0 or not scene_ids:
             return {}
-        success = self._deterministic_success(r, scene_ids)
+        # with mean round rollouts the failure to diagnose already is the mean action's run at this seed
+        deterministic = self.preset.round_rollout_args(sampled=self.method.samples_rollouts)["mode"] == "mean"
+        success = dict.fromkeys(scene_ids, False) if deterministic else self._deterministic_success(r, scene_ids)
         plan: dict[str, dict[str, list[str]]] = {}
         absent: dict[str, list[str]] = {}
         undo = self.preset.intervention == "undo"

@@ -694,39 +694,44 @@ def test_settings_have_one_source(tmp_path):
     assert d["evaluate"]["n"] == quick.eval_per_suite
 
 
-def test_interventions_rerun_the_policy_in_one_factor_variants_of_each_failing_scene(runs):
-    """Before diagnosing, the loop re-runs the policy (mean action) once in each failing scene and in verified
-    variants that change one factor each; the critic gets exactly those outcomes; variants are no round
-    environments (not in the round's scenes, not trained on)."""
+def test_interventions_rerun_the_policy_in_one_factor_variants_of_each_failing_scene(tmp_path, runs):
+    """Before diagnosing, the loop runs the policy (mean action) once in verified variants of each failing scene
+    that change one factor each — and, when the round's rollouts were sampled, once in the unchanged scene first
+    (under mean round rollouts the failure already is that run); the critic gets exactly those outcomes; variants
+    are no round environments (not in the round's scenes, not trained on)."""
     from agent.roles.critic import Intervention
 
-    run = runs["coda"]
-    inter = run.steps["r0.intervene"]["result"]
-    failing = {x["scene_id"] for x in run.steps["r0.rollouts"]["result"] if not x["success"]}
-    assert inter and set(inter) <= failing
-    calls = [c for c in run.trainer.of("collect_rollouts") if c["tag"] == "i0"]
-    assert calls and all(c["mode"] == "mean" and c["per_scene"] == 1 for c in calls)
-    rolled = [sid for c in calls for sid in c["scene_ids"]]
-    assert len(rolled) == len(set(rolled)) and set(inter) <= set(rolled)
-    accepted = {s["scene_id"] for s in run.steps["r0.generate"]["result"]}
-    for outcome in inter.values():
-        if outcome["original_success"]:  # failed by sampling noise: nothing to attribute, no variants made
-            assert outcome["variants"] == {}
-            continue
-        assert set(outcome["variants"]) == {"task", "layout", "attributes"}
-        assert all(1 <= len(v) <= 2 for v in outcome["variants"].values())  # preset.intervention_variants = 2
-    assert any(not o["original_success"] for o in inter.values())
-    first = [sid for c in calls[:1] for sid in c["scene_ids"]]
-    assert set(first) == set(inter)  # the unchanged scenes are rolled out first, the variants after
-    variants = set(rolled) - set(inter)
-    assert variants and not variants & accepted
-    trained = {rid for t in run.trainer.of("start_training") for rid in t["rollout_ids"]}
-    assert not any(rid.startswith("i0-") for rid in trained)
-    given = [i for i in run.critic.interventions if i is not None]
-    assert given and all(isinstance(i, Intervention) for i in given)
-    both = [*inter.values(), *run.steps["r1.intervene"]["result"].values()]
-    assert {i.model_dump_json() for i in given} <= {Intervention.model_validate(o).model_dump_json() for o in both}
-    assert all(d["intervened"] for d in run.steps["r0.diagnose"]["result"])
+    sampled = run_method(tmp_path, "coda", preset=replace(PRESET, round_rollouts="sample"), name="sampled")
+    for run in (runs["coda"], sampled):
+        inter = run.steps["r0.intervene"]["result"]
+        failing = {x["scene_id"] for x in run.steps["r0.rollouts"]["result"] if not x["success"]}
+        assert inter and set(inter) <= failing
+        calls = [c for c in run.trainer.of("collect_rollouts") if c["tag"] == "i0"]
+        assert calls and all(c["mode"] == "mean" and c["per_scene"] == 1 for c in calls)
+        rolled = [sid for c in calls for sid in c["scene_ids"]]
+        assert len(rolled) == len(set(rolled))
+        accepted = {s["scene_id"] for s in run.steps["r0.generate"]["result"]}
+        for outcome in inter.values():
+            if outcome["original_success"]:  # failed by sampling noise: nothing to attribute, no variants made
+                assert outcome["variants"] == {}
+                continue
+            assert set(outcome["variants"]) == {"task", "layout", "attributes"}
+            assert all(1 <= len(v) <= 2 for v in outcome["variants"].values())  # preset.intervention_variants = 2
+        assert any(not o["original_success"] for o in inter.values())
+        variants = set(rolled) - set(inter)
+        assert variants and not variants & accepted
+        trained = {rid for t in run.trainer.of("start_training") for rid in t["rollout_ids"]}
+        assert not any(rid.startswith("i0-") for rid in trained)
+        given = [i for i in run.critic.interventions if i is not None]
+        assert given and all(isinstance(i, Intervention) for i in given)
+        both = [*inter.values(), *run.steps["r1.intervene"]["result"].values()]
+        assert {i.model_dump_json() for i in given} <= {Intervention.model_validate(o).model_dump_json() for o in both}
+        assert all(d["intervened"] for d in run.steps["r0.diagnose"]["result"])
+    mean_calls = [c for c in runs["coda"].trainer.of("collect_rollouts") if c["tag"] == "i0"]
+    assert not {sid for c in mean_calls for sid in c["scene_ids"]} & set(runs["coda"].steps["r0.intervene"]["result"])
+    assert not any(o["original_success"] for o in runs["coda"].steps["r0.intervene"]["result"].values())
+    sampled_calls = [c for c in sampled.trainer.of("collect_rollouts") if c["tag"] == "i0"]
+    assert set(sampled_calls[0]["scene_ids"]) == set(sampled.steps["r0.intervene"]["result"])  # unchanged first
     for name in ("evidence_critic", "domain_rand", "uniform", "sft"):
         assert not runs[name].steps.get("r0.intervene", {}).get("result"), name
     assert all(i is None for i in runs["evidence_critic"].critic.interventions)
