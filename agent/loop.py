@@ -606,12 +606,12 @@ class CoEvolution:
     def intervene(self, r: int, rollouts: list[dict], draw: int = 0) -> dict[str, dict]:
         """Attribution by intervention (issue 19): for each scene with a failure to diagnose, the current policy
         (mean action, so the outcome is the scene's, not the sampling's) rolls out once in the unchanged scene (not
-        under mean round rollouts: the failure is that run) and, where it fails there too, once in each of `preset.intervention_variants` verified variants per scene factor
-        (task, layout, attributes; the engine's own operators). A scene the deterministic policy solves failed by
-        sampling noise: no factor is attributed there (`Intervention.attributed`), so no variants are made for it
-        (29% of the intervened scenes of a probe24-size cell). `preset.intervention` says what the variants change
-        (`INTERVENTION_OPERATORS`); `draw` > 0 draws other variants (a retest, `coda bench attribution`). Returns
-        scene id -> `Intervention` fields. The variant scenes are stored for the trainer but are not the round's
+        under mean round rollouts: the failure is that run) and, where it fails there too, once in each of
+        `preset.intervention_variants` verified variants per scene factor (task, layout, attributes; the engine's
+        own operators). A scene the deterministic policy solves failed by sampling noise: no factor is attributed
+        there (`Intervention.attributed`), so no variants are made for it (29% of the intervened scenes of a
+        probe24-size cell). `preset.intervention` says what the variants change (`INTERVENTION_OPERATORS`); `draw`
+        > 0 draws other variants (a retest, `coda bench attribution`). Returns scene id -> `Intervention` fields. The variant scenes are stored for the trainer but are not the round's
         environments (no memory records, no training)."""
         from sim.spec import SceneSpec
 
