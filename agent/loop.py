@@ -31,7 +31,7 @@ import numpy as np
 
 from agent.hub import Hub, ToolError
 from agent.methods import CODA, Method
-from agent.presets import EXECUTION_VARIANTS, Preset, external_tasks
+from agent.presets import EXECUTION_VARIANTS, RUN_SEEDS, Preset, external_tasks
 from agent.roles.engine import CONTROL_FACTOR, OfflineEngine, operators_for, program_of, recreating_operators
 from agent.roles.factory import Roles
 from agent.runstate import RunState
@@ -85,8 +85,8 @@ class CoEvolution:
     def __init__(self, hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id: str, *,
                  method: Method = CODA, seed: int = 0, base: dict | None = None, memory_from: Path | None = None,
                  early_stop: bool = True, shared_round0: dict | None = None):
-        if not 0 <= seed <= 9:
-            raise ValueError(f"seed must be in 0..9 (scene seeds of runs must stay apart), got {seed}")
+        if seed not in RUN_SEEDS:
+            raise ValueError(f"seed must be in 0..{RUN_SEEDS[-1]} (scene seeds of runs must stay apart), got {seed}")
         if method.generation == "memory" and memory_from is None:
             raise ValueError(f"method {method.name} reuses another run's memory: give memory_from")
         self.hub, self.roles, self.preset, self.run_id = hub, roles, preset, run_id

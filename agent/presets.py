@@ -254,6 +254,10 @@ class Preset:
         return self.targeted_per_family * len(self.families)
 
 
+RUN_SEEDS = range(10)
+"""the seeds a run may take: each has its own block of scene-sampler seeds below the evaluation suites'
+(`CoEvolution._scene_seed`)"""
+
 BEFORE_FIELD = {"round_rollouts": "sample", "round_demos": "round"}
 """fields whose default changed after they were added → what a preset recorded without them did"""
 

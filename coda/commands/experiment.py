@@ -19,19 +19,26 @@ from coda.options import add_target_argument, check_target
 
 
 def seed_list(text: str) -> list[int]:
-    """'3' -> [0, 1, 2]; '1,2' -> [1, 2]."""
+    """'3' -> [0, 1, 2]; '1,2' -> [1, 2]; every seed one a run may take (`agent.presets.RUN_SEEDS`), checked here so
+    that nothing (no base policy) is trained for a cell that cannot run."""
+    from agent.presets import RUN_SEEDS
+
     try:
         if "," not in text:
             n = int(text)
             if n < 1:
                 raise ValueError
-            return list(range(n))
-        seeds = [int(x) for x in text.split(",") if x.strip()]
-        if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-            raise ValueError
-        return seeds
+            seeds = list(range(n))
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+            if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+                raise ValueError
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a count N >= 1 or distinct seeds like 1,2; got {text!r}") from None
+    if bad := [s for s in seeds if s not in RUN_SEEDS]:
+        raise argparse.ArgumentTypeError(f"seeds must be in 0..{RUN_SEEDS[-1]} (each run's scene seeds have their own "
+                                         f"block below the evaluation suites'); got {', '.join(map(str, bad))}")
+    return seeds
 
 
 def register(sub, name: str) -> None:

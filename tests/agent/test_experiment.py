@@ -626,6 +626,10 @@ def test_seed_list_accepts_a_count_or_a_list():
     for bad in ("0", "-1", "1,1", "a", ",", "1,-2"):
         with pytest.raises(argparse.ArgumentTypeError):
             seed_list(bad)
+    assert seed_list("9,") == [9] and seed_list("10") == list(range(10))
+    for beyond in ("9,10", "11", "12,3"):  # a run refuses them: refused before any base policy is trained
+        with pytest.raises(argparse.ArgumentTypeError, match="seeds must be in 0..9"):
+            seed_list(beyond)
 
 
 def test_seed_groups_share_one_directory(tmp_path):
