@@ -31,7 +31,7 @@ import numpy as np
 
 from agent.hub import Hub, ToolError
 from agent.methods import CODA, Method
-from agent.presets import EXECUTION_VARIANTS, RUN_SEEDS, Preset, external_tasks
+from agent.presets import EXECUTION_VARIANTS, RUN_SEEDS, Preset, external_tasks, scene_seed_block
 from agent.roles.engine import CONTROL_FACTOR, OfflineEngine, operators_for, program_of, recreating_operators
 from agent.roles.factory import Roles
 from agent.runstate import RunState
@@ -320,8 +320,8 @@ class CoEvolution:
             yield from ((pr, None) for pr in self.roles.engine.seed_programs(family, 1, start_seed=seed))
 
     def _scene_seed(self, r: int, i: int) -> int:
-        """Family-sampler seed of the i-th novel scene of round r (seed 0 keeps the seeds of a plain `coda run`)."""
-        return (400_000 + 60_000 * self.seed if self.seed else 0) + 10_000 * (r + 1) + i
+        """Family-sampler seed of the i-th novel scene of round r, in the run seed's block (`scene_seed_block`)."""
+        return scene_seed_block(self.seed) + 10_000 * (r + 1) + i
 
     def _guided(self, r: int, alloc: dict) -> Iterator:
         """Novel seed programs, targeted + control batches per allocated mode, replay variants (SPEC §5). Units of

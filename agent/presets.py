@@ -254,9 +254,22 @@ class Preset:
         return self.targeted_per_family * len(self.families)
 
 
-RUN_SEEDS = range(10)
-"""the seeds a run may take: each has its own block of scene-sampler seeds below the evaluation suites'
-(`CoEvolution._scene_seed`)"""
+RUN_SEEDS = range(100)
+"""the seeds a run may take: each has its own block of scene-sampler seeds (`scene_seed_block`)"""
+HIGH_SEED_BLOCKS = 2_000_000
+"""where the scene-seed blocks of run seeds ≥ 10 start (above every evaluation suite's seeds)"""
+
+
+def scene_seed_block(seed: int) -> int:
+    """The first family-sampler seed of a run's own scenes (its rounds' novel scenes and replay parents, at offsets
+    below 100,000): seed 0 from 0 (a plain `coda run`), seeds 1-9 in blocks of 60,000 from 460,000 (below the
+    evaluation suites' seeds, as every grid before v3.1 ran them), seeds 10 and up in blocks of 100,000 from
+    `HIGH_SEED_BLOCKS` (above them: `sim.suites.EVAL_SEED_END`)."""
+    if seed not in RUN_SEEDS:
+        raise ValueError(f"seed must be in 0..{RUN_SEEDS[-1]}, got {seed}")
+    if seed < 10:
+        return 400_000 + 60_000 * seed if seed else 0
+    return HIGH_SEED_BLOCKS + 100_000 * (seed - 10)
 
 BEFORE_FIELD = {"round_rollouts": "sample", "round_demos": "round"}
 """fields whose default changed after they were added → what a preset recorded without them did"""

@@ -1,7 +1,7 @@
 """Evaluation sets: in-distribution and the four held-out OOD suites per family, fixed by seed.
 
 Seeds are drawn from disjoint ranges, so no evaluation scene is ever a training scene:
-training uses seeds below `EVAL_SEED_BASE`; suite `s` of family `f` uses
+training uses seeds below `EVAL_SEED_BASE` or from `EVAL_SEED_END` on; suite `s` of family `f` uses
 `EVAL_SEED_BASE + 100_000 * (suite index + 1) + i`.
 """
 
@@ -24,6 +24,8 @@ SEED_SPLIT = SceneSplit(instances="seed", categories="seed", layouts="seed")
 """the base policy's narrow training distribution (sim.assets.SEED_*; tasks: the train templates)"""
 EXTRA_SUITES = {"seed": SEED_SPLIT}
 """suites evaluated only on request (not in SUITES): "seed" = held-out scenes of the base's seed distribution"""
+EVAL_SEED_END = EVAL_SEED_BASE + 100_000 * (len(SUITES) + len(EXTRA_SUITES) + 1)
+"""the first seed above every suite's (training may use seeds from here on)"""
 PRESET_SIZES = {"quick": 10, "paper": 100}
 
 

@@ -36,8 +36,8 @@ def seed_list(text: str) -> list[int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a count N >= 1 or distinct seeds like 1,2; got {text!r}") from None
     if bad := [s for s in seeds if s not in RUN_SEEDS]:
-        raise argparse.ArgumentTypeError(f"seeds must be in 0..{RUN_SEEDS[-1]} (each run's scene seeds have their own "
-                                         f"block below the evaluation suites'); got {', '.join(map(str, bad))}")
+        raise argparse.ArgumentTypeError(f"seeds must be in 0..{RUN_SEEDS[-1]} (each run's scenes have their own block "
+                                         f"of sampler seeds); got {', '.join(map(str, bad))}")
     return seeds
 
 

@@ -626,10 +626,25 @@ def test_seed_list_accepts_a_count_or_a_list():
     for bad in ("0", "-1", "1,1", "a", ",", "1,-2"):
         with pytest.raises(argparse.ArgumentTypeError):
             seed_list(bad)
-    assert seed_list("9,") == [9] and seed_list("10") == list(range(10))
-    for beyond in ("9,10", "11", "12,3"):  # a run refuses them: refused before any base policy is trained
-        with pytest.raises(argparse.ArgumentTypeError, match="seeds must be in 0..9"):
+    assert seed_list("9,14") == [9, 14] and seed_list("12") == list(range(12))
+    for beyond in ("99,100", "101", "120,3"):  # a run refuses them: refused before any base policy is trained
+        with pytest.raises(argparse.ArgumentTypeError, match="seeds must be in 0..99"):
             seed_list(beyond)
+
+
+def test_run_seeds_have_scene_seed_blocks_apart_from_each_other_and_the_evaluation_suites():
+    """Seeds 0-9 keep the scene seeds every earlier grid ran with; seeds from 10 on get blocks of 100,000 above the
+    evaluation suites' seeds, apart from each other."""
+    from agent.presets import RUN_SEEDS, scene_seed_block
+    from sim.suites import EVAL_SEED_BASE, EVAL_SEED_END, suite_seed
+
+    assert [scene_seed_block(s) for s in (0, 1, 9)] == [0, 460_000, 940_000]
+    high = [scene_seed_block(s) for s in RUN_SEEDS if s >= 10]
+    assert high[0] >= EVAL_SEED_END and all(b - a == 100_000 for a, b in zip(high, high[1:], strict=False))
+    assert scene_seed_block(9) + 60_000 <= EVAL_SEED_BASE and high[-1] + 100_000 < 2**31
+    assert suite_seed("seed", 10_000) < EVAL_SEED_END  # the last suite's seeds end below the high blocks
+    with pytest.raises(ValueError, match="seed must be in 0..99"):
+        scene_seed_block(100)
 
 
 def test_seed_groups_share_one_directory(tmp_path):
