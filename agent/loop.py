@@ -573,7 +573,7 @@ class CoEvolution:
             return []
         ids = list(dict.fromkeys(s["scene_id"] for s in scenes))
         # the value critic exists after the first training (the base SFT policy has none)
-        how = self.preset.round_rollout_args(sampled=self.method.samples_rollouts)
+        how = self._rollout_args()
         if self.method.select == "critic" and r > 0:  # Q-softmax over sampled chunks: N rollouts differ
             how = {"mode": "critic", "per_scene": self.preset.rollouts_per_scene}
         result = self.job("collect_rollouts", scene_ids=ids, seed=r + 1000 * self.seed, tag=f"r{r}", **how)
@@ -603,6 +603,10 @@ class CoEvolution:
                 strata[(x["family"], x["batch"], x["mode_id"] or "")].append(x)
         return [x for key in sorted(strata) for x in strata[key][: self.preset.max_diagnoses]]
 
+    def _rollout_args(self) -> dict:
+        """How this method's round rollouts act (`Preset.round_rollout_args`; `Method.samples_rollouts`)."""
+        return self.preset.round_rollout_args(sampled=self.method.samples_rollouts)
+
     def intervene(self, r: int, rollouts: list[dict], draw: int = 0) -> dict[str, dict]:
         """Attribution by intervention (issue 19): for each scene with a failure to diagnose, the current policy
         (mean action, so the outcome is the scene's, not the sampling's) rolls out once in the unchanged scene (not
@@ -620,7 +624,7 @@ class CoEvolution:
         if n <= 0 or not scene_ids:
             return {}
         # with mean round rollouts the failure to diagnose already is the mean action's run at this seed
-        deterministic = self.preset.round_rollout_args(sampled=self.method.samples_rollouts)["mode"] == "mean"
+        deterministic = self._rollout_args()["mode"] == "mean"
         success = dict.fromkeys(scene_ids, False) if deterministic else self._deterministic_success(r, scene_ids)
         plan: dict[str, dict[str, list[str]]] = {}
         absent: dict[str, list[str]] = {}
@@ -900,7 +904,7 @@ class CoEvolution:
             if not ids or not before:
                 continue
             after = self.job("collect_rollouts", scene_ids=ids, seed=r + 1000 * self.seed, tag=f"p{r}",
-                             **self.preset.round_rollout_args(sampled=self.method.samples_rollouts))
+                             **self._rollout_args())
             b, a = _mean(before), _rate(after)
             tp = compiled.get(mode_id, {}).get("training_program_id")
             self.call("memory", "update_learning_progress", mode_id=mode_id, before=b, after=a, round=r,
