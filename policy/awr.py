@@ -7,7 +7,8 @@ Critic (shaped chunk TD, target network):
 
 (Q_target reduced over its heads with min). Policy (AWR):
 
-    A(s, a) = Q(s, a) − mean_j Q(s, a_j),  w = min(exp(A / β_awr), clip)
+    A(s, a) = Q(s, a) − mean_j Q(s, a_j),  w = min(exp(A / β_awr), clip)   (or, with awr_weighting "filter",
+                                            w = 1[A > 0] / mean_b 1[A > 0]: the critic only selects)
     loss = mean_b(w_b · NLL_b) + bc_weight · mean(NLL on demonstrations)
 
 Weights are detached; with `normalize_advantages` the advantages are standardized per batch first,
@@ -139,6 +140,14 @@ def awr_weights(adv: torch.Tensor, beta: float, clip: float, normalize: bool = F
     return torch.exp(torch.clamp(adv / beta, max=math.log(clip)))
 
 
+def filter_weights(adv: torch.Tensor) -> torch.Tensor:
+    """The critic only selects: 1 on chunks with A > 0, 0 elsewhere, scaled so the kept chunks have weight
+    len(batch) / kept — the weighted mean NLL is then the mean NLL of the kept chunks (all zeros when none is)."""
+    keep = (adv.detach() > 0).float()
+    kept = keep.sum()
+    return keep * (keep.numel() / kept) if kept > 0 else keep
+
+
 def bc_update(policy, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor],
               cfg: TrainConfig) -> dict[str, float]:
     """Behaviour cloning (SFT) step: unweighted NLL of the batch's chunks."""
@@ -151,10 +160,12 @@ def policy_update(policy, optimizer: torch.optim.Optimizer, batch: dict[str, tor
                   cfg: TrainConfig, demo_batch: dict[str, torch.Tensor] | None = None) -> dict[str, float]:
     """AWR step on `batch` (own rollouts) plus `cfg.bc_weight` × BC NLL on `demo_batch` when given."""
     adv = advantages(critic, policy, batch, cfg.td_candidates, cfg.advantage, cfg.shaping_beta)
-    weights = awr_weights(adv, cfg.awr_beta, cfg.awr_weight_clip, cfg.normalize_advantages)
+    weights = (filter_weights(adv) if cfg.awr_weighting == "filter"
+               else awr_weights(adv, cfg.awr_beta, cfg.awr_weight_clip, cfg.normalize_advantages))
     loss, info = policy({**batch, WEIGHT: weights})
     out = {"awr_loss": float(info["loss"]), "nll": float(info["nll"]), "adv_mean": float(adv.mean()),
-           "adv_std": float(adv.std(unbiased=False)), "weight_mean": float(weights.mean()),
+           "adv_std": float(adv.std(unbiased=False)), "positive_share": float((adv > 0).float().mean()),
+           "weight_mean": float(weights.mean()),
            "weight_max": float(weights.max())}
     if demo_batch is not None and cfg.bc_weight > 0:
         bc_loss, bc_info = policy({k: v for k, v in demo_batch.items() if k != WEIGHT})

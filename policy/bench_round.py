@@ -37,6 +37,10 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
 - `dt_task_shaped_mix`: the same with Φ the task's staged progress on every scene (scope "task"): locality's
   control.
 
+- `dt_filtered_mix` / `dt_shaped_filtered_mix`: as `dt_critic_mix` / `dt_shaped_mix`, but the critic only
+  selects: the policy clones its own chunks with A > 0 (as strongly as the demonstrations) and none of the others
+  (`TrainConfig.awr_weighting = "filter"`), instead of weighting every chunk by exp(A / β).
+
 - `dt_failed_balanced_mix`: the `dt_failed_mix` data with each family's episodes repeated until every family
   contributes as many transitions as the largest (`policy.train.balance_families`); with `--family all` only
   (one family: the same as `dt_failed_mix`).
@@ -84,9 +88,13 @@ from sim.constants import FAMILIES
 from sim.spec import SceneSpec
 
 ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix", "takeover_diag_mix",
-        "takeover_random_mix", "dt_critic_mix", "dt_shaped_mix", "dt_task_shaped_mix", "dt_failed_balanced_mix")
-SHAPED_ARMS = {"dt_critic_mix": None, "dt_shaped_mix": "phase", "dt_task_shaped_mix": "task"}
+        "takeover_random_mix", "dt_critic_mix", "dt_shaped_mix", "dt_task_shaped_mix", "dt_failed_balanced_mix",
+        "dt_filtered_mix", "dt_shaped_filtered_mix")
+SHAPED_ARMS = {"dt_critic_mix": None, "dt_shaped_mix": "phase", "dt_task_shaped_mix": "task",
+               "dt_filtered_mix": None, "dt_shaped_filtered_mix": "phase"}
 """critic arms → the scope of their potential (`policy.phase_potential`; None: sparse rewards)"""
+FILTER_ARMS = ("dt_filtered_mix", "dt_shaped_filtered_mix")
+"""critic arms whose critic only selects (`TrainConfig.awr_weighting = "filter"`); the others weight by exp(A/β)"""
 CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "dt_failed_balanced_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
 """the arms `--curve` evaluates along the way (the BC and critic arms; not the branch arms)"""
 
@@ -227,7 +235,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         "takeover_diag_mix": lambda s, r, h: _bc(s, takeover["takeover_diag_mix"] + own + half, args.updates, h),
         "takeover_random_mix": lambda s, r, h: _bc(s, takeover["takeover_random_mix"] + own + half, args.updates, h),
         **{arm: (lambda s, r, h, arm=arm: _critic(s, episodes, dt_failed_mix, args.updates, _critic_updates(args),
-                                                phis.get(arm), h))
+                                                phis.get(arm), h, "filter" if arm in FILTER_ARMS else "exp"))
            for arm in SHAPED_ARMS},
     }
     planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0,
@@ -248,7 +256,8 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
             cpu = time.process_time() - c0 - sum(spent)
             got = successes(state, eval_scenes)
             reps.append({"replicate": r, "success": got, "cpu_s": round(cpu, 1), **({"curve": points} if points else {}),
-                         "positive_chunks": info.get("positive_chunks", info.get("branch", {}).get("positive_chunks"))})
+                         "positive_chunks": info.get("positive_chunks", info.get("branch", {}).get("positive_chunks")),
+                         **({"positive_share": info["positive_share"]} if info.get("positive_share") is not None else {})})
             say(f"{arm} replicate {r}: {np.mean(got):.3f} ({cpu:.0f} s CPU)")
         results[arm] = {"planner_calls": planner_calls[arm], "updates": args.updates, "replicates": reps}
     return {"seed": seed, "base": base_eval, "base_cpu_s": round(base_cpu, 1), "dt_demos": len(dt), "failed_scenes": len(failed),
@@ -290,15 +299,18 @@ def _bc(state: TrainState, demos: Sequence[Episode], updates: int, hook: AfterUp
 
 
 def _critic(state: TrainState, episodes: Sequence[Episode], demos: Sequence[Episode], updates: int,
-            critic_updates: int, potentials: dict[int, list[float]] | None, hook: AfterUpdate | None = None) -> dict:
+            critic_updates: int, potentials: dict[int, list[float]] | None, hook: AfterUpdate | None = None,
+            weighting: str = "exp") -> dict:
     """A fresh critic on the rollouts (shaped by `potentials` when given, β = 1), then AWR with the critic's own
-    advantages plus BC on `demos`."""
-    state.train_config = dataclasses.replace(state.train_config, advantage="q", shaping_beta=1.0)
+    advantages (weighted by `weighting`, `TrainConfig.awr_weighting`) plus BC on `demos`."""
+    state.train_config = dataclasses.replace(state.train_config, advantage="q", shaping_beta=1.0,
+                                             awr_weighting=weighting)
     pot = (lambda ep: potentials.get(id(ep), [0.0] * (ep.steps + 1))) if potentials else None
     info = awr_round(state, [], episodes=episodes, demos=demos, critic_updates=critic_updates,
                      policy_updates=updates, potential=pot, after_update=hook)
     return {"updates": updates, "critic_updates": critic_updates, "demos": len(demos),
-            "shaped_episodes": len(potentials or {}), "final_loss": info.get("final_loss")}
+            "shaped_episodes": len(potentials or {}), "final_loss": info.get("final_loss"),
+            "positive_share": info.get("positive_share")}
 
 
 def _today(state: TrainState, seed: int, episodes: Sequence[Episode], scenes: Sequence[SceneSpec],

@@ -18,6 +18,7 @@ BackboneName = Literal["transformer", "deepsets"]
 BACKBONES: tuple[str, ...] = get_args(BackboneName)
 AMP_MODES = ("auto", "bf16", "off")
 NEXT_VALUE_MODES = ("mean", "softmax")
+AWR_WEIGHTINGS = ("exp", "filter")
 SELECT_MODES = ("softmax_combine", "argmax", "sample")
 
 # --- default budgets of a run: the `quick` preset (agent.presets) and the trainer's tool defaults read these ---
@@ -137,6 +138,10 @@ class TrainConfig:
     """standardize advantages per batch before exp(A/β); makes awr_beta scale-free (then ~1.0 is typical)"""
     advantage: str = "mix"
     """q (critic only), mc (Monte-Carlo return − V) or mix (their mean); see policy.awr.advantages"""
+    awr_weighting: str = "exp"
+    """how advantages weight the policy's own chunks: "exp" (AWR, min(exp(A / awr_beta), clip)) or "filter" (the
+    critic only selects: weight 1 on chunks with A > 0, 0 elsewhere, normalized to mean 1 over the kept ones, so
+    the kept chunks are cloned as strongly as the demonstrations; `policy.awr.filter_weights`)"""
     bc_weight: float = 1.0
     """weight of the behaviour-cloning NLL on demonstrations added to the AWR loss (when demos are given)"""
     finetune_warmup: int = 25
@@ -190,6 +195,8 @@ class TrainConfig:
             raise ValueError(f"target_tau must be in (0, 1], got {self.target_tau!r}")
         if self.advantage not in ("q", "mc", "mix"):
             raise ValueError(f"advantage must be one of q, mc, mix, got {self.advantage!r}")
+        if self.awr_weighting not in AWR_WEIGHTINGS:
+            raise ValueError(f"awr_weighting must be one of {', '.join(AWR_WEIGHTINGS)}, got {self.awr_weighting!r}")
         if self.amp not in AMP_MODES:
             raise ValueError(f"amp must be one of {', '.join(AMP_MODES)}, got {self.amp!r}")
         if self.next_value not in NEXT_VALUE_MODES:

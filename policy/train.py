@@ -32,10 +32,13 @@ class TrainLog:
     updates: int
     seconds: float
     losses: list[float]
+    positive_share: float | None = None
+    """AWR updates: the mean share of the policy's own chunks with a positive advantage"""
 
     def summary(self) -> dict:
         tail = self.losses[-20:] or [float("nan")]
-        return {"updates": self.updates, "seconds": round(self.seconds, 2), "final_loss": float(np.mean(tail))}
+        return {"updates": self.updates, "seconds": round(self.seconds, 2), "final_loss": float(np.mean(tail)),
+                **({"positive_share": round(self.positive_share, 4)} if self.positive_share is not None else {})}
 
 
 def demo_buffer(demos: Sequence[Episode], embedder=None, potentials=None) -> ChunkReplayBuffer:
@@ -176,7 +179,7 @@ def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplay
     """K_Q critic updates then K_π AWR policy updates (+ BC on demos when given)."""
     if state.critic is None:
         attach_critic(state)
-    cfg, losses, t0 = state.train_config, [], time.perf_counter()
+    cfg, losses, shares, t0 = state.train_config, [], [], time.perf_counter()
     total = critic_updates + policy_updates
     state.policy.train()
     for i in range(critic_updates):
@@ -194,10 +197,11 @@ def awr_steps(state: TrainState, rollouts: ChunkReplayBuffer, demos: ChunkReplay
         with autocast(cfg, state.device):
             out = policy_update(state.policy, state.policy_optimizer, batch, state.critic, cfg, demo)
         losses.append(float(out["policy_loss"]))
+        shares.append(out["positive_share"])
         state.step += 1
         if after_update is not None:
             after_update(i + 1)
         if progress and (critic_updates + i + 1) % max(1, total // 20) == 0:
             progress(critic_updates + i + 1, total, {"policy_loss": float(np.mean(losses[-20:]))})
     state.policy.eval()
-    return TrainLog(total, time.perf_counter() - t0, losses)
+    return TrainLog(total, time.perf_counter() - t0, losses, float(np.mean(shares)) if shares else None)

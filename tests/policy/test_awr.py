@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from policy.awr import awr_weights, candidate_weights, select_chunk, soft_update, td_targets
+from policy.awr import awr_weights, candidate_weights, filter_weights, select_chunk, soft_update, td_targets
+from policy.config import TrainConfig
 from policy.data import DONE, INSTRUCTION_EMB, NEXT, PHI_NEXT, PHI_S, REWARD
 from policy.modeling import ChunkCritic, ChunkPolicy
 from sim.constants import ACTION_DIM, CHUNK, MAX_DPOS, MAX_DROT, OBS_OBJECT_MASK, OBS_OBJECTS, OBS_PROPRIO
@@ -28,6 +29,18 @@ def test_awr_weights_golden():
     assert awr_weights(torch.tensor([1e6]), 0.1, 20.0).item() == pytest.approx(20.0)
     with pytest.raises(ValueError, match="beta"):
         awr_weights(adv, beta=0.0, clip=20.0)
+
+
+def test_filter_weights_keep_only_positive_advantages_at_the_demos_strength():
+    """The critic only selects: weight 0 where A <= 0, and the kept chunks' weights average len / kept, so the
+    weighted mean NLL equals the kept chunks' mean NLL; no positive advantage gives all zeros (no AWR term)."""
+    adv = torch.tensor([-1.0, 0.0, 0.5, 2.0])
+    np.testing.assert_allclose(filter_weights(adv).numpy(), [0.0, 0.0, 2.0, 2.0])
+    nll = torch.tensor([3.0, 5.0, 1.0, 2.0])
+    assert float((filter_weights(adv) * nll).mean()) == pytest.approx(1.5)  # mean of the kept ones' 1.0 and 2.0
+    assert filter_weights(torch.tensor([-0.1, 0.0])).sum().item() == 0.0
+    with pytest.raises(ValueError, match="awr_weighting"):
+        TrainConfig(awr_weighting="softmax")
 
 
 class FixedCandidates:
@@ -151,3 +164,31 @@ def test_awr_leaves_the_policy_normalization_as_sft_set_it(small_config, embedde
         np.testing.assert_array_equal(after[name], value)
         np.testing.assert_array_equal(getattr(state.critic.tokenizer, name).numpy(), value)
         np.testing.assert_array_equal(getattr(state.critic_target.tokenizer, name).numpy(), value)
+
+
+def test_policy_update_with_filter_weighting_clones_only_the_selected_chunks(small_config, embedder):
+    """`awr_weighting="filter"`: the step's weights are the filter's (mean 1 over the batch, each kept chunk
+    1 / positive share), where exp weighting gives a spread of positive weights on the same batch."""
+    from policy.awr import policy_update
+    from policy.bench import synthetic_observations
+    from policy.checkpoint import build_train_state
+    from policy.rollout import Episode
+    from policy.train import rollout_buffer
+
+    rng = np.random.default_rng(0)
+    episodes = []
+    for seed in range(4):
+        obs = synthetic_observations(13, np.random.default_rng(seed))
+        actions = rng.uniform(-MAX_DPOS, MAX_DPOS, (12, ACTION_DIM)).astype(np.float32)
+        episodes.append(Episode("s", "pick_place", obs, actions, success=bool(seed % 2), steps=12))
+    buf = rollout_buffer(episodes, embedder)
+    out = {}
+    for weighting in ("filter", "exp"):
+        state = build_train_state(small_config(), TrainConfig(batch_size=16, awr_weighting=weighting, advantage="q"),
+                                  device="cpu")
+        batch = buf.sample(16, np.random.default_rng(1), "cpu")
+        out[weighting] = policy_update(state.policy, state.policy_optimizer, batch, state.critic, state.train_config)
+    f = out["filter"]
+    assert 0.0 < f["positive_share"] < 1.0
+    assert f["weight_mean"] == pytest.approx(1.0) and f["weight_max"] == pytest.approx(1.0 / f["positive_share"])
+    assert out["exp"]["weight_max"] != pytest.approx(out["exp"]["weight_mean"])  # exp: graded, not 0 / constant

@@ -124,7 +124,8 @@ def test_bench_round_critic_arms_and_curve_tiny(tmp_path):
     def run(curve: str, name: str) -> tuple[dict, dict]:
         out = tmp_path / name
         args = parser.parse_args(["--seeds", "0", "--replicates", "1", "--arms",
-                                  "dt_failed_mix,dt_critic_mix,dt_shaped_mix,dt_task_shaped_mix", "--base-demos", "4",
+                                  "dt_failed_mix,dt_critic_mix,dt_shaped_mix,dt_task_shaped_mix,dt_shaped_filtered_mix",
+                                  "--base-demos", "4",
                                   "--base-updates", "4", "--scenes", "3", "--rollouts-per-scene", "1", "--updates", "4",
                                   "--critic-updates", "3", "--eval", "3", "--curve", curve, "--out", str(out)])
         return bench_round.run(args), json.loads(out.read_text())["per_seed"][0]
@@ -132,14 +133,16 @@ def test_bench_round_critic_arms_and_curve_tiny(tmp_path):
     result, seed = run("2", "curve.json")
     assert result["curve"] == [2] and result["critic_updates"] == 3
     pot = seed["potentials"]
-    assert set(pot) == {"dt_shaped_mix", "dt_task_shaped_mix"}
+    assert set(pot) == {"dt_shaped_mix", "dt_task_shaped_mix", "dt_shaped_filtered_mix"}
     assert pot["dt_shaped_mix"]["shaped_scenes"] == seed["failed_scenes"]
     assert pot["dt_task_shaped_mix"]["shaped_scenes"] == 3
-    for arm in ("dt_failed_mix", "dt_critic_mix", "dt_shaped_mix"):
+    for arm in ("dt_failed_mix", "dt_critic_mix", "dt_shaped_mix", "dt_shaped_filtered_mix"):
         summary = result["arms"][arm]
         assert summary["planner_calls"] == seed["failed_scenes"]
         assert set(summary["curve"]) == {"2", "4"} and len(summary["updates_to_base_plus_5"]) == 1
         assert len(seed["arms"][arm]["replicates"][0]["curve"]["2"]) == 3
+    for arm in ("dt_critic_mix", "dt_shaped_filtered_mix"):  # the critic arms report how many chunks A > 0 keeps
+        assert 0.0 <= seed["arms"][arm]["replicates"][0]["positive_share"] <= 1.0
     plain, plain_seed = run("", "plain.json")
     assert "curve" not in plain["arms"]["dt_shaped_mix"]
     for arm in plain_seed["arms"]:  # the curve's evaluations do not change what the arms learn
