@@ -41,6 +41,9 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
   selects: the policy clones its own chunks with A > 0 (as strongly as the demonstrations) and none of the others
   (`TrainConfig.awr_weighting = "filter"`), instead of weighting every chunk by exp(A / β).
 
+- `dt_failed_noown_mix`: the `dt_failed_mix` data without the base's own successful rollouts (planner demos of
+  the failed scenes + the base-demo mix): does cloning the policy's own successes help or dilute?
+
 - `dt_failed_balanced_mix`: the `dt_failed_mix` data with each family's episodes repeated until every family
   contributes as many transitions as the largest (`policy.train.balance_families`); with `--family all` only
   (one family: the same as `dt_failed_mix`).
@@ -89,13 +92,13 @@ from sim.spec import SceneSpec
 
 ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix", "takeover_diag_mix",
         "takeover_random_mix", "dt_critic_mix", "dt_shaped_mix", "dt_task_shaped_mix", "dt_failed_balanced_mix",
-        "dt_filtered_mix", "dt_shaped_filtered_mix")
+        "dt_filtered_mix", "dt_shaped_filtered_mix", "dt_failed_noown_mix")
 SHAPED_ARMS = {"dt_critic_mix": None, "dt_shaped_mix": "phase", "dt_task_shaped_mix": "task",
                "dt_filtered_mix": None, "dt_shaped_filtered_mix": "phase"}
 """critic arms → the scope of their potential (`policy.phase_potential`; None: sparse rewards)"""
 FILTER_ARMS = ("dt_filtered_mix", "dt_shaped_filtered_mix")
 """critic arms whose critic only selects (`TrainConfig.awr_weighting = "filter"`); the others weight by exp(A/β)"""
-CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "dt_failed_balanced_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
+CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "dt_failed_balanced_mix", "dt_failed_noown_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
 """the arms `--curve` evaluates along the way (the BC and critic arms; not the branch arms)"""
 
 
@@ -232,6 +235,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
                                                    demos=dt + own + half, seed=r),
         "dt_failed_mix": lambda s, r, h: _bc(s, dt_failed_mix, args.updates, h),
         "dt_failed_balanced_mix": lambda s, r, h: _bc(s, balance_families(dt_failed_mix), args.updates, h),
+        "dt_failed_noown_mix": lambda s, r, h: _bc(s, dt_failed + half, args.updates, h),
         "takeover_diag_mix": lambda s, r, h: _bc(s, takeover["takeover_diag_mix"] + own + half, args.updates, h),
         "takeover_random_mix": lambda s, r, h: _bc(s, takeover["takeover_random_mix"] + own + half, args.updates, h),
         **{arm: (lambda s, r, h, arm=arm: _critic(s, episodes, dt_failed_mix, args.updates, _critic_updates(args),
@@ -240,7 +244,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     }
     planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0,
                      "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes), "dt_failed_mix": len(failed),
-                     "dt_failed_balanced_mix": len(failed),
+                     "dt_failed_balanced_mix": len(failed), "dt_failed_noown_mix": len(failed),
                      "takeover_diag_mix": len(failed), "takeover_random_mix": len(failed),
                      **{arm: len(failed) for arm in SHAPED_ARMS}}
     results: dict[str, dict] = {}
