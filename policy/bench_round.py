@@ -44,6 +44,11 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
 - `dt_failed_noown_mix`: the `dt_failed_mix` data without the base's own successful rollouts (planner demos of
   the failed scenes + the base-demo mix): does cloning the policy's own successes help or dilute?
 
+- `dt_failed_dart_mix`: the `dt_failed_mix` data with DART-style planner demonstrations on the failed scenes
+  (`policy.demos.perturbed_planner_demos`, the module's defaults: bursts of executed position noise, the
+  planner's corrections recorded, only windows free of perturbed steps cloned) instead of clean ones; the same
+  planner calls.
+
 - `dt_failed_balanced_mix`: the `dt_failed_mix` data with each family's episodes repeated until every family
   contributes as many transitions as the largest (`policy.train.balance_families`); with `--family all` only
   (one family: the same as `dt_failed_mix`).
@@ -81,6 +86,7 @@ import numpy as np
 
 from policy.checkpoint import TrainState, seed_everything
 from policy.config import PolicyConfig, TrainConfig
+from policy.demos import perturbed_planner_demos
 from policy.evaluate import eval_specs, train_specs
 from policy.improve import awr_round, branch_round, collect
 from policy.phase_potential import episode_potentials
@@ -92,13 +98,14 @@ from sim.spec import SceneSpec
 
 ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix", "takeover_diag_mix",
         "takeover_random_mix", "dt_critic_mix", "dt_shaped_mix", "dt_task_shaped_mix", "dt_failed_balanced_mix",
-        "dt_filtered_mix", "dt_shaped_filtered_mix", "dt_failed_noown_mix")
+        "dt_filtered_mix", "dt_shaped_filtered_mix", "dt_failed_noown_mix", "dt_failed_dart_mix")
 SHAPED_ARMS = {"dt_critic_mix": None, "dt_shaped_mix": "phase", "dt_task_shaped_mix": "task",
                "dt_filtered_mix": None, "dt_shaped_filtered_mix": "phase"}
 """critic arms → the scope of their potential (`policy.phase_potential`; None: sparse rewards)"""
 FILTER_ARMS = ("dt_filtered_mix", "dt_shaped_filtered_mix")
 """critic arms whose critic only selects (`TrainConfig.awr_weighting = "filter"`); the others weight by exp(A/β)"""
-CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "dt_failed_balanced_mix", "dt_failed_noown_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
+CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "dt_failed_balanced_mix", "dt_failed_noown_mix",
+              "dt_failed_dart_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
 """the arms `--curve` evaluates along the way (the BC and critic arms; not the branch arms)"""
 
 
@@ -222,6 +229,12 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         if SHAPED_ARMS.get(arm):
             phis[arm], phi_stats[arm] = episode_potentials(episodes, SHAPED_ARMS[arm])
     dt_failed_mix = dt_failed + own + half
+    darts: list[list[Episode]] = []
+
+    def dart() -> list[Episode]:  # perturbed planner demos of the failed scenes, made once per seed when needed
+        if not darts:
+            darts.append(perturbed_planner_demos(failed, seed=1_000_003 * seed))
+        return darts[0]
     base_eval = successes(base, eval_scenes)
     say(f"base {np.mean(base_eval):.3f} on {len(eval_scenes)} held-out scenes; rollouts {np.mean([e.success for e in episodes]):.3f}; "
         f"D_t {len(dt)}/{len(round_scenes)} planner demos, {len(dt_failed)}/{len(failed)} on failed scenes")
@@ -236,6 +249,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         "dt_failed_mix": lambda s, r, h: _bc(s, dt_failed_mix, args.updates, h),
         "dt_failed_balanced_mix": lambda s, r, h: _bc(s, balance_families(dt_failed_mix), args.updates, h),
         "dt_failed_noown_mix": lambda s, r, h: _bc(s, dt_failed + half, args.updates, h),
+        "dt_failed_dart_mix": lambda s, r, h: _bc(s, dart() + own + half, args.updates, h),
         "takeover_diag_mix": lambda s, r, h: _bc(s, takeover["takeover_diag_mix"] + own + half, args.updates, h),
         "takeover_random_mix": lambda s, r, h: _bc(s, takeover["takeover_random_mix"] + own + half, args.updates, h),
         **{arm: (lambda s, r, h, arm=arm: _critic(s, episodes, dt_failed_mix, args.updates, _critic_updates(args),
@@ -245,6 +259,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0,
                      "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes), "dt_failed_mix": len(failed),
                      "dt_failed_balanced_mix": len(failed), "dt_failed_noown_mix": len(failed),
+                     "dt_failed_dart_mix": len(failed),
                      "takeover_diag_mix": len(failed), "takeover_random_mix": len(failed),
                      **{arm: len(failed) for arm in SHAPED_ARMS}}
     results: dict[str, dict] = {}
@@ -267,6 +282,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     return {"seed": seed, "base": base_eval, "base_cpu_s": round(base_cpu, 1), "dt_demos": len(dt), "failed_scenes": len(failed),
             "own_successes": len(own), "rollouts": len(episodes), "arms": results,
             **({"takeover": takeover_stats} if takeover_stats else {}),
+            **({"dart_demos": len(darts[0])} if darts else {}),
             **({"potentials": phi_stats} if phi_stats else {})}
 
 
