@@ -1,0 +1,48 @@
+"""Round decision v7: the protocol's reads (own successes; DART-style demonstrations) from the two runs, with the
+reproducibility check against v6. Run from the repository root: `python experiments/round_decision_v7/analyze.py`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+_spec = importlib.util.spec_from_file_location("v6", HERE.parent / "round_decision_v6" / "analyze.py")
+v6 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(v6)
+READS = (("dt_failed_noown_mix", "dt_failed_mix"), ("dt_failed_dart_mix", "dt_failed_mix"))
+
+
+def main() -> dict:
+    out = {}
+    for fam in v6.FAMILIES:
+        path = HERE / f"{fam}.json"
+        if not path.exists():
+            continue
+        runs = json.loads(path.read_text())["per_seed"]
+        before = {s["seed"]: s for s in json.loads((HERE.parent / "round_decision_v6" / f"{fam}.json").read_text())["per_seed"]}
+        same = all([r["success"] for r in s["arms"]["dt_failed_mix"]["replicates"]]
+                   == [r["success"] for r in before[s["seed"]]["arms"]["dt_failed_mix"]["replicates"]] for s in runs)
+        arms = {a: [v6.scene_means(s, a) for s in runs] for a in runs[0]["arms"]}
+        base = [np.asarray(s["base"], dtype=float) for s in runs]
+        summary = json.loads((HERE / f"{fam}.summary.json").read_text())["arms"]
+        out[fam] = {
+            "reproduces_v6": same,
+            "base": round(100 * float(np.mean(np.concatenate(base))), 1),
+            "arms": {a: {"success": round(100 * float(np.mean(np.concatenate(m))), 1), "vs_base": v6.paired(m, base),
+                         "curve": summary[a].get("curve"), "updates_to_base_plus_5": summary[a]["updates_to_base_plus_5"]}
+                     for a, m in arms.items()},
+            "paired": {f"{x} - {y}": v6.paired(arms[x], arms[y]) for x, y in READS},
+            "own_successes": [s["own_successes"] for s in runs],
+            "failed_scenes": [s["failed_scenes"] for s in runs],
+            "dart_demos": [s.get("dart_demos") for s in runs],
+        }
+    (HERE / "analysis.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=1))
