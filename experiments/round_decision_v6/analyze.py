@@ -21,6 +21,17 @@ def scene_means(seed: dict, arm: str) -> np.ndarray:
     return np.mean([r["success"] for r in seed["arms"][arm]["replicates"]], axis=0)
 
 
+def load(here: Path, fam: str) -> tuple[list[dict], dict[str, list[np.ndarray]], list[np.ndarray]] | None:
+    """A run's raw seeds for `fam` in folder `here`, each arm's per-scene replicate means per seed, and the base's
+    per-scene outcomes per seed; None when the family has not run."""
+    path = here / f"{fam}.json"
+    if not path.exists():
+        return None
+    runs = json.loads(path.read_text())["per_seed"]
+    arms = {a: [scene_means(s, a) for s in runs] for a in runs[0]["arms"]}
+    return runs, arms, [np.asarray(s["base"], dtype=float) for s in runs]
+
+
 def paired(a: list[np.ndarray], b: list[np.ndarray]) -> dict:
     d = np.concatenate([x - y for x, y in zip(a, b, strict=True)])
     return {"points": round(100 * d.mean(), 1), "se": round(100 * d.std(ddof=1) / math.sqrt(len(d)), 1), "n": len(d)}

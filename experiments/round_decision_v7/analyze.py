@@ -19,15 +19,13 @@ READS = (("dt_failed_noown_mix", "dt_failed_mix"), ("dt_failed_dart_mix", "dt_fa
 def main() -> dict:
     out = {}
     for fam in v6.FAMILIES:
-        path = HERE / f"{fam}.json"
-        if not path.exists():
+        loaded = v6.load(HERE, fam)
+        if loaded is None:
             continue
-        runs = json.loads(path.read_text())["per_seed"]
+        runs, arms, base = loaded
         before = {s["seed"]: s for s in json.loads((HERE.parent / "round_decision_v6" / f"{fam}.json").read_text())["per_seed"]}
         same = all([r["success"] for r in s["arms"]["dt_failed_mix"]["replicates"]]
                    == [r["success"] for r in before[s["seed"]]["arms"]["dt_failed_mix"]["replicates"]] for s in runs)
-        arms = {a: [v6.scene_means(s, a) for s in runs] for a in runs[0]["arms"]}
-        base = [np.asarray(s["base"], dtype=float) for s in runs]
         summary = json.loads((HERE / f"{fam}.summary.json").read_text())["arms"]
         out[fam] = {
             "reproduces_v6": same,

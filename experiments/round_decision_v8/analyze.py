@@ -22,12 +22,10 @@ PREMISE = {"pick_place": 0.40, "stack": 0.25}
 def main() -> dict:
     out = {}
     for fam in v6.FAMILIES:
-        path = HERE / f"{fam}.json"
-        if not path.exists():
+        loaded = v6.load(HERE, fam)
+        if loaded is None:
             continue
-        runs = json.loads(path.read_text())["per_seed"]
-        arms = {a: [v6.scene_means(s, a) for s in runs] for a in runs[0]["arms"]}
-        base = [np.asarray(s["base"], dtype=float) for s in runs]
+        runs, arms, base = loaded
         rollout_success = [round(s["own_successes"] / s["rollouts"], 3) for s in runs]
         summary_path = HERE / f"{fam}.summary.json"
         summary = json.loads(summary_path.read_text())["arms"] if summary_path.stat().st_size else {}
