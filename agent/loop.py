@@ -37,6 +37,7 @@ from agent.roles.factory import Roles
 from agent.runstate import RunState
 from servers.contract import MAX_BATCH, MAX_PAGE
 from sim.constants import SCENE_FACTOR_OF, SUITES
+from sim.spec import RobotStart
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,7 @@ class CoEvolution:
             spec = self.family_scene(row["family"], self._scene_seed(r, 90_000 + 10 * i + j))
             try:
                 made = self.call("sim", "proxy_scene", spec=spec.model_dump(mode="json"), objects=failure["start"],
-                                 source=row["suite"], seed=i)
+                                 source=row["suite"], seed=i, **self._proxy_start(failure))
             except ToolError as exc:
                 log.warning("no scene resembling %s seed %s: %s", row["suite"], failure["seed"], exc.message)
                 return None
@@ -247,6 +248,18 @@ class CoEvolution:
             if scene["verified"]:
                 return scene["scene_id"]
         return None
+
+    def _proxy_start(self, failure: dict) -> dict:
+        """The `start` argument of proxy_scene: the external episode's start of the hand, when the preset copies
+        it (`Preset.external_start`) and it is one this simulator can start from (`sim.spec.RobotStart`)."""
+        start = failure.get("start_robot")
+        if not self.preset.external_start or start is None:
+            return {}
+        try:
+            return {"start": RobotStart.model_validate(start).model_dump(mode="json")}
+        except ValueError as exc:
+            log.warning("external start %s not usable here (%s); the proxy scene starts at home", start, exc)
+            return {}
 
     def accepted_budget(self, r: int) -> int:
         """Accepted (verified) environments of round r, the same for every method."""

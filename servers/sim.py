@@ -35,7 +35,7 @@ from sim.engine.proxy import ExternalObject
 from sim.engine.proxy import proxy_scene as external_proxy
 from sim.fileio import SCENE_ID_PATTERN
 from sim.scene_store import SPLIT_HELP, DemoSummary, SceneDetail, SceneInfo, ScenePage, SceneStore, SplitName
-from sim.spec import SceneSpec
+from sim.spec import RobotStart, SceneSpec
 
 INSTRUCTIONS = """Simulated tabletop scenes for robot learning (MuJoCo). Read `sdk_reference` (or sim://sdk) first.
 Make scenes with create_scene (a scene program), sample_scene (a task family's seed scene) or resample_scene (redraw
@@ -213,11 +213,15 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
             "with evidence lists them per failure under 'start')"))],
         source: Annotated[str, Field(max_length=128, description="the external task, e.g. robosuite:Lift")] = "",
         seed: Seed = 0,
+        start: Annotated[RobotStart | None, Field(description=(
+            "where the episode's hand started (the trainer's evaluate_external with evidence gives it per failure "
+            "under 'start_robot'); omitted: the scene's own start"))] = None,
     ) -> programs.SceneProgram:
         """The program of a scene resembling an external benchmark episode: the seed scene `spec` with its task
         objects moved to where the benchmark's were, the target sized like it, distractors cleared from around
-        them (nothing is stored; verify it like any scene)."""
-        return programs.program_of(external_proxy(spec_of(spec), objects, source=source, seed=seed))
+        them and, given `start`, its hand starting where the episode's did (nothing is stored; verify it like any
+        scene)."""
+        return programs.program_of(external_proxy(spec_of(spec), objects, source=source, seed=seed, start=start))
 
     @tool(mcp, READ_ONLY)
     def variation_operators() -> dict[str, list[str]]:

@@ -198,17 +198,19 @@ class CodaEnv:
             if o.articulated and "open" in values:
                 lo, hi = o.joint_range
                 d.qpos[o.joint_qpos] = lo + float(np.clip(values["open"], 0.0, 1.0)) * (hi - lo)
-        home = np.array(GRIPPER_HOME, dtype=np.float64)
+        start = self.spec.start
+        home = np.array(GRIPPER_HOME if start is None else start.pos, dtype=np.float64)
         if gripper_noise > 0:
             home += np.random.default_rng(seed).uniform(-gripper_noise, gripper_noise, 3)
         g = self.compiled.gripper
-        g.place(m, d, home)
+        self._target_quat = np.array([1.0, 0.0, 0.0, 0.0] if start is None else start.quat, dtype=np.float64)
+        self._target_quat /= np.linalg.norm(self._target_quat)
+        g.place(m, d, home, self._target_quat)
         self._target_pos = home.copy()
-        self._target_quat = np.array([1.0, 0.0, 0.0, 0.0])
         d.mocap_pos[g.mocap] = home
         d.mocap_quat[g.mocap] = self._target_quat
-        self._gripper_cmd = -1.0
-        opening = g.geometry.finger_open
+        self._gripper_cmd = -1.0  # no command yet (the external adapters report the same at reset)
+        opening = g.geometry.finger_open * (1.0 if start is None else start.opening)
         d.ctrl[list(g.actuators)] = opening
         for q in g.finger_qpos:
             d.qpos[q] = opening

@@ -218,8 +218,8 @@ class ArmControl:
             raise ValueError(f"the Panda cannot put its hand at {np.round(pos, 3).tolist()}: out of reach")
         return q
 
-    def place(self, model, data, pos) -> None:
-        data.qpos[self.qpos] = self.solve(model, data, pos)
+    def place(self, model, data, pos, quat=(1.0, 0.0, 0.0, 0.0)) -> None:
+        data.qpos[self.qpos] = self.solve(model, data, pos, quat)
         data.qvel[self.dof] = 0.0
 
 

@@ -49,6 +49,13 @@ def _name(obj):
     return name
 
 
+def _numbers(what: str, values, n: int) -> tuple[float, ...]:
+    """`n` plain numbers from a program's list or tuple (anything else: SceneError naming `what`)."""
+    if type(values) not in (list, tuple) or len(values) != n or any(type(v) not in (int, float) for v in values):
+        raise SceneError(f"{what} must be {'a number' if n == 1 else f'{n} numbers'}")
+    return tuple(float(v) for v in values)
+
+
 def _validation_message(where: str, exc: _ValidationError) -> str:
     problems = "; ".join(f"{'.'.join(map(str, e['loc']))}={e.get('input')!r}: {e['msg']}" for e in exc.errors())
     return f"{where}: {problems}"
@@ -460,6 +467,13 @@ class Scene:
         """σ: placements made with `place`; objects left out are put on free table slots (of `seed_layout`)."""
         trusted = [r._trusted() if type(r) is PlaceRequest else r for r in requests]
         self._builder.set_layout(*trusted, seed_layout=seed_layout)
+
+    def set_start(self, pos=None, quat=None, opening=1.0) -> None:
+        """Where the hand starts: TCP position (x, y, z in metres; default home), orientation quaternion
+        (w, x, y, z; default fingers straight down, tilt at most 0.6 rad) and finger opening (1 open, 0 closed)."""
+        self._builder.set_start(pos=None if pos is None else _numbers("pos", pos, 3),
+                                quat=None if quat is None else _numbers("quat", quat, 4),
+                                opening=_numbers("opening", [opening], 1)[0])
 
     def set_attributes(self, obj, **values) -> None:
         """α: asset, scale, mass, friction, rgba (name or 4 floats), damping, joint_range."""

@@ -116,13 +116,15 @@ class GripperIndex:
             return data.qvel[self.free_dof : self.free_dof + 3]
         return self.arm.tcp_velocity(model, data)
 
-    def place(self, model: mujoco.MjModel, data: mujoco.MjData, pos: np.ndarray) -> None:
-        """Put the hand at `pos`, pointing down (the start of an episode; positions only, no forward pass)."""
+    def place(self, model: mujoco.MjModel, data: mujoco.MjData, pos: np.ndarray,
+              quat: np.ndarray = (1.0, 0.0, 0.0, 0.0)) -> None:
+        """Put the hand at `pos` turned by `quat` (identity: fingers down), the start of an episode; positions
+        only, no forward pass. ValueError when an arm cannot reach the pose."""
         if self.arm is None:
             data.qpos[self.free_qpos : self.free_qpos + 3] = pos
-            data.qpos[self.free_qpos + 3 : self.free_qpos + 7] = [1, 0, 0, 0]
+            data.qpos[self.free_qpos + 3 : self.free_qpos + 7] = quat
         else:
-            self.arm.place(model, data, pos)
+            self.arm.place(model, data, pos, quat)
 
 
 def add_target(spec: mujoco.MjSpec) -> None:

@@ -36,6 +36,7 @@ from sim.spec import (
     AttributeSpec,
     LayoutSpec,
     ObjectAttributes,
+    RobotStart,
     SceneSpec,
     TaskObject,
     TaskSpec,
@@ -137,6 +138,7 @@ class Scene:
         """objects added by category whose instance `spec()` draws (`_draw_instances`)"""
         self._seed_layout: int | None = None
         self._task: dict[str, Any] | None = None
+        self._start: RobotStart | None = None
         self.meta: dict[str, Any] = {}
 
     # --- objects -------------------------------------------------------------------------------
@@ -223,6 +225,21 @@ class Scene:
                 raise SceneError(f"seed_layout must be in [0, {n}), got {seed_layout}")
             self._seed_layout = int(seed_layout)
 
+    def set_start(self, pos=None, quat=None, opening: float = 1.0) -> None:
+        """Where the hand starts: TCP position (m; default `GRIPPER_HOME`), orientation (w, x, y, z; default
+        fingers straight down, tilt at most `sim.spec.MAX_START_TILT`) and finger opening (1 open, 0 closed)."""
+        values: dict[str, Any] = {"opening": opening}
+        if pos is not None:
+            values["pos"] = pos
+        if quat is not None:
+            values["quat"] = quat
+        try:
+            self._start = RobotStart.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(e["msg"].removeprefix("Value error, ")
+                                 for e in exc.errors(include_url=False, include_input=False)[:3])
+            raise SceneError(f"set_start: {problems}") from None
+
     def set_attributes(self, obj, **values: Any) -> None:
         """α: asset, scale, mass, friction, rgba (name or 4 floats), damping, joint_range."""
         name = _name(obj)
@@ -285,6 +302,7 @@ class Scene:
                 seed=self.seed,
                 family=self.family,
                 robot=self.robot,
+                start=self._start,
                 task=task,
                 layout=LayoutSpec(seed_layout=self._seed_layout, placements=tuple(placements)),
                 attributes=attributes,
@@ -343,6 +361,9 @@ def to_program(spec: SceneSpec) -> str:
         if kw:
             args = ", ".join(f"{k}={_literal(v)}" for k, v in kw.items())
             lines.append(f"scene.set_attributes({a.object}, {args})")
+    if spec.start is not None:
+        st = spec.start
+        lines.append(f"scene.set_start(pos={_literal(st.pos)}, quat={_literal(st.quat)}, opening={_literal(st.opening)})")
     return "\n".join(lines) + "\n"
 
 

@@ -21,12 +21,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serial
 from sim.constants import (
     DEFAULT_ROBOT,
     FAMILIES,
+    GRIPPER_HOME,
     MAX_OBJECTS,
     MAX_PREDICATE_ATOMS,
     MAX_PREDICATE_DEPTH,
     MAX_PREDICATE_NODES,
     ROBOTS,
     ROLES,
+    WORKSPACE_HIGH,
+    WORKSPACE_LOW,
 )
 from sim.predicates import Predicate
 
@@ -230,6 +233,53 @@ class AttributeSpec(_Frozen):
         raise KeyError(f"object {name!r} has no attributes")
 
 
+START_MIN_HEIGHT = 0.08
+"""lowest start of the hand's TCP above the table top (m): the fingers reach below the TCP"""
+MAX_START_TILT = 0.6
+"""largest start tilt of the fingers away from pointing straight down (rad, ≈ 34°); any yaw is allowed"""
+
+
+class RobotStart(_Frozen):
+    """Where the hand starts an episode: TCP position, orientation and finger opening. A scene without one
+    starts at `GRIPPER_HOME`, fingers down and open. External benchmarks start elsewhere (robosuite's Panda: lower,
+    tilted, half open), so a scene resembling one of their episodes starts where it did (`sim.engine.proxy`)."""
+
+    pos: tuple[float, float, float] = Field(default=GRIPPER_HOME, description="TCP position (m), table top z = 0")
+    quat: tuple[float, float, float, float] = Field(
+        default=(1.0, 0.0, 0.0, 0.0), description="TCP orientation (w, x, y, z); identity = fingers straight down")
+    opening: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False,
+                           description="finger opening, 1 open, 0 closed")
+
+    @field_validator("pos")
+    @classmethod
+    def _pos(cls, v: tuple[float, float, float]) -> tuple[float, float, float]:
+        low = (WORKSPACE_LOW[0], WORKSPACE_LOW[1], START_MIN_HEIGHT)
+        for axis, c, lo, hi in zip("xyz", v, low, WORKSPACE_HIGH, strict=True):
+            if not (math.isfinite(c) and lo <= c <= hi):
+                raise ValueError(f"start pos {axis} must lie in [{lo:g}, {hi:g}] m (the workspace), got {c:g}")
+        return tuple(round(c, 6) for c in v)  # type: ignore[return-value]  (a scene program rebuilds it exactly)
+
+    @field_validator("quat")
+    @classmethod
+    def _quat(cls, v: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+        norm = math.sqrt(sum(c * c for c in v)) if all(math.isfinite(c) for c in v) else 0.0
+        if not 0.9 <= norm <= 1.1:
+            raise ValueError(f"start quat must be a finite unit quaternion (w, x, y, z), got {v}")
+        w, x, y, z = (c / norm for c in v)
+        down_z = 1.0 - 2.0 * (x * x + y * y)  # z component of the turned finger axis: cos(tilt)
+        tilt = math.acos(max(-1.0, min(1.0, down_z)))
+        if tilt > MAX_START_TILT:
+            raise ValueError(f"start quat tilts the fingers {tilt:.2f} rad from straight down; at most "
+                             f"{MAX_START_TILT} rad")
+        sign = -1.0 if v[0] < 0 else 1.0  # one hemisphere (w >= 0); the simulator normalizes
+        return tuple(round(sign * c, 6) + 0.0 for c in v)  # type: ignore[return-value]
+
+    @field_validator("opening")
+    @classmethod
+    def _opening(cls, v: float) -> float:
+        return round(v, 6)
+
+
 class SceneSpec(_Frozen):
     """A complete scene: task, layout, attributes and the seed that made them."""
 
@@ -241,6 +291,8 @@ class SceneSpec(_Frozen):
     attributes: AttributeSpec
     robot: str = DEFAULT_ROBOT
     """the embodiment (`sim.constants.ROBOTS`); written (and hashed) only when not the default"""
+    start: RobotStart | None = None
+    """where the hand starts (None: `GRIPPER_HOME`, fingers down, open); written (and hashed) only when given"""
     meta: dict[str, Any] = Field(default_factory=dict)
     """provenance (program hash, parent scene, factor varied...); not part of the hash"""
 
@@ -274,11 +326,14 @@ class SceneSpec(_Frozen):
 
     @model_serializer(mode="wrap")
     def _default_robot_unwritten(self, handler):
-        """The default robot is not written: specs of the floating gripper serialize (and hash) as before the
-        field existed."""
+        """The default robot and start are not written: specs of the floating gripper starting at home serialize
+        (and hash) as before those fields existed."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("robot") == DEFAULT_ROBOT:
-            del data["robot"]
+        if isinstance(data, dict):
+            if data.get("robot") == DEFAULT_ROBOT:
+                del data["robot"]
+            if "start" in data and data["start"] is None:
+                del data["start"]
         return data
 
     def with_robot(self, robot: str) -> SceneSpec:

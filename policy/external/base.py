@@ -233,6 +233,15 @@ class WorkerAdapter(ExternalAdapter):
                  "pos": [round(float(v), 4) for v in tokens[i, 0:3]],
                  "half_extent": [round(float(v), 4) for v in tokens[i, 13:16]]} for i, o in enumerate(self.objects)]
 
+    def start_robot(self) -> dict:
+        """Where the current episode's hand started, in this project's frame: TCP position (m), orientation
+        (w, x, y, z; identity = fingers down) and finger opening (1 open) — a `sim.spec.RobotStart`."""
+        from sim.constants import OBS_PROPRIO
+
+        p = np.asarray(self._start_obs[OBS_PROPRIO], dtype=np.float64)
+        return {"pos": [round(float(v), 4) for v in p[0:3]], "quat": [round(float(v), 4) for v in p[3:7]],
+                "opening": round(float(np.clip(p[10], 0.0, 1.0)), 4)}
+
     def evidence(self, rollout_id: str = ""):
         """The current episode as rollout evidence for the failure critic (`policy.external.evidence`)."""
         from policy.external.evidence import ExternalObjectFacts, external_evidence

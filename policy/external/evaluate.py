@@ -39,6 +39,8 @@ class ExternalEpisode:
     phase_kind: str | None = None
     start: list[dict] | None = None
     """with `evidence`: the objects at reset (`WorkerAdapter.start_objects`)"""
+    start_robot: dict | None = None
+    """with `evidence`: where the hand started (`WorkerAdapter.start_robot`, a `sim.spec.RobotStart`)"""
     evidence: dict | None = None
     """with `evidence`, for a failed episode: its rollout evidence (`policy.external.evidence`, as JSON)"""
 
@@ -113,7 +115,7 @@ def run_task(act, benchmark: str, task: str, seeds: list[int], *, workers: int =
                     episodes[e] = ExternalEpisode(task, seeds[e], bool(info["success"]), a.steps, ext,
                                                   a.phase_report(), a.phase_kind)
                     if evidence:
-                        episodes[e].start = a.start_objects()
+                        episodes[e].start, episodes[e].start_robot = a.start_objects(), a.start_robot()
                         if not info["success"]:
                             ev = a.evidence(rollout_id=f"{benchmark}-{task}-{seeds[e]}")
                             episodes[e].evidence = ev.model_dump(mode="json")
@@ -181,7 +183,7 @@ def evaluate_external(policy, targets: list[tuple[str, str]], n: int, seeds: int
             row["gif"] = str(gif)
         row.update(phase_fields(episodes))
         if evidence:
-            row["failures"] = [{"seed": e.seed, "start": e.start, "evidence": e.evidence}
+            row["failures"] = [{"seed": e.seed, "start": e.start, "start_robot": e.start_robot, "evidence": e.evidence}
                                for e in episodes if not e.success]
         suites.append(row)
     return {"suites": suites, "total": success_stats(everything)}

@@ -10,8 +10,10 @@ Objects are paired by role: the external task's object (role `target`) with the 
 its destination (`support`, `receptacle`) with that goal's destination. Only objects standing on the table move;
 the target is rescaled to the external object's footprint (its mean horizontal half extent), within `SCALE`;
 articulated objects keep their pose and size (a benchmark's door and this project's cabinets differ in more than
-pose). Positions are clipped into the layout region. The result is not verified here: the caller verifies it
-like any scene.
+pose). Positions are clipped into the layout region. Given the episode's start of the hand (the adapter's
+`start_robot`: robosuite's Panda starts lower, tilted and half open), the scene's hand starts there too
+(`SceneSpec.start`), so its planner demonstrations begin where the benchmark's episodes do. The result is not
+verified here: the caller verifies it like any scene.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from sim.engine.variations import (
     with_placement,
 )
 from sim.layout import REGION_HIGH, REGION_LOW
-from sim.spec import SceneSpec
+from sim.spec import RobotStart, SceneSpec
 
 SCALE = (0.6, 1.6)
 """bounds on the target's rescaling (the asset pool's own instances span about this range of sizes)"""
@@ -60,10 +62,11 @@ class ExternalObject(BaseModel):
                                                           "(informational)")
 
 
-def proxy_scene(spec: SceneSpec, objects: list[ExternalObject | dict], *, source: str = "", seed: int = 0
-                ) -> SceneSpec:
-    """`spec` with its task objects where the external episode's `objects` were at reset; `source` names the
-    external task in the scene's meta. ValueError when `objects` has no target."""
+def proxy_scene(spec: SceneSpec, objects: list[ExternalObject | dict], *, source: str = "", seed: int = 0,
+                start: RobotStart | dict | None = None) -> SceneSpec:
+    """`spec` with its task objects where the external episode's `objects` were at reset and, given `start`, its
+    hand starting where the episode's did; `source` names the external task in the scene's meta. ValueError when
+    `objects` has no target or `start` is not a valid `RobotStart`."""
     ext = {o.role: o for o in map(ExternalObject.model_validate, objects)}
     if "target" not in ext and "articulated" not in ext:
         raise ValueError(f"objects: no object with role 'target' or 'articulated' (roles: {sorted(ext)})")
@@ -94,4 +97,6 @@ def proxy_scene(spec: SceneSpec, objects: list[ExternalObject | dict], *, source
         out = declutter(out, np.random.default_rng(seed), target, dest)
     except VariationError:
         pass  # nothing crowds the task's objects
+    if start is not None:
+        out = SceneSpec.model_validate({**out.model_dump(), "start": RobotStart.model_validate(start).model_dump()})
     return tagged(out, "layout", "external_proxy", target=target, external=source, moved=",".join(moved))

@@ -65,6 +65,8 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
     for d in probe["diagnoses"]:
         assert d["scene_id"] in scenes and d["mode_id"] in state["mode_scenes"]
         assert d["scene_id"] in state["mode_scenes"][d["mode_id"]]
+        spec = json.loads((tmp_path / "ext" / "scenes" / f"{d['scene_id']}.json").read_text())
+        assert spec["start"]["pos"][2] < 0.26 and spec["start"]["opening"] < 0.8  # robosuite's lower, half-open start
     # the next round allocates the modes the probe found
     allocated = set(steps["r1.allocate"]["result"]["per_mode"]) | set(steps["r1.allocate"]["result"].get(
         "replay_per_mode", {}))

@@ -107,6 +107,26 @@ def test_proxy_scene_puts_the_task_objects_where_the_benchmark_had_them_and_veri
     assert passed >= 2  # the verifier decides; most of these must be valid scenes
 
 
+def test_proxy_scene_starts_the_hand_where_the_episode_did_and_its_planner_demo_begins_there():
+    from sim.engine.proxy import proxy_scene
+    from sim.env import CodaEnv
+    from sim.families import sample_spec
+    from sim.planner import run_planner
+
+    start = {"pos": [0.46, 0.0, 0.22], "quat": [0.997, 0.003, -0.075, 0.008], "opening": 0.52}  # robosuite's Panda
+    objects = [{"role": "target", "pos": [0.5, 0.05, 0.02], "half_extent": [0.02] * 3}]
+    spec = sample_spec("pick_place", 1)
+    home = proxy_scene(spec, objects)
+    out = proxy_scene(spec, objects, start=start)
+    assert home.start is None and out.start is not None and out.spec_hash() != home.spec_hash()
+    demo = run_planner(CodaEnv(out), seed=0)
+    first = demo.observations[0]["proprio"]
+    assert np.allclose(first[0:3], start["pos"], atol=2e-3) and abs(first[10] - 0.52) < 0.02
+    assert demo.success
+    with pytest.raises(ValueError, match="opening"):
+        proxy_scene(spec, objects, start={**start, "opening": 1.5})
+
+
 def test_proxy_scene_needs_a_target():
     from sim.engine.proxy import proxy_scene
     from sim.families import sample_spec
