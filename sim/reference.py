@@ -47,7 +47,7 @@ def sdk_reference() -> str:
         "",
         f"- `{_sig('Scene', Scene.__init__)}`: {_doc(Scene)}",
     ]
-    for name in ("add_object", "set_task", "set_layout", "set_attributes", "objects"):
+    for name in ("add_object", "set_task", "set_layout", "set_attributes", "set_start", "objects"):
         fn = getattr(Scene, name)
         lines.append(f"- `scene.{_sig(name, fn)}`: {_doc(fn, 'the object handles added so far')}")
     lines.append(f"- `{_sig('place', scene_mod.place)}`: {_doc(scene_mod.place)}")
