@@ -73,6 +73,19 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
     assert {d["mode_id"] for d in probe["diagnoses"]} & allocated
 
 
+def test_proxy_scenes_copy_the_external_start_only_when_the_preset_says_and_it_is_valid():
+    from types import SimpleNamespace
+
+    from agent.loop import CoEvolution
+
+    start = {"pos": [0.46, 0.0, 0.22], "quat": [0.997, 0.003, -0.075, 0.008], "opening": 0.52}
+    on, off = (SimpleNamespace(preset=get_preset("tiny", external_start=v)) for v in (True, False))
+    assert CoEvolution._proxy_start(on, {"start_robot": start})["start"]["opening"] == 0.52
+    assert CoEvolution._proxy_start(off, {"start_robot": start}) == {}
+    assert CoEvolution._proxy_start(on, {}) == {}  # cells recorded before the adapters reported a start
+    assert CoEvolution._proxy_start(on, {"start_robot": {**start, "pos": [0.46, 0.0, 0.01]}}) == {}  # under the table
+
+
 def test_external_table_pairs_the_same_episodes_per_seed():
     from agent.experiment.metrics import paired_outcomes
     from agent.experiment.tables import external_table
