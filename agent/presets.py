@@ -37,7 +37,7 @@ ROUND_DEMOS = ("round", "accumulated")
 """whose planner demonstrations a round's update clones (`Preset.round_demos`)"""
 INTERVENTIONS = ("resample", "undo")
 """what an intervention variant changes (`Preset.intervention`)"""
-EXECUTION_VARIANTS = {"none": None, "nearby": ("nearby",)}
+EXECUTION_VARIANTS = {"none": None, "nearby": ("nearby",), "other_start": ("other_start",)}
 """`Preset.execution_variants` -> the layout operators of an execution mode's targeted batch (None: no batch)"""
 
 

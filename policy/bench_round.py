@@ -49,6 +49,10 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
   planner's corrections recorded, only windows free of perturbed steps cloned) instead of clean ones; the same
   planner calls.
 
+- `dt_failed_startvar_mix`: the `dt_failed_mix` data with each failed scene's planner demonstration starting the
+  hand elsewhere (`sim.engine.variations.other_start`: offsets, tilt, turn and finger opening drawn from
+  `START_RANGES` around home) instead of at home; the same planner calls, the evaluation from home as always.
+
 - `dt_failed_balanced_mix`: the `dt_failed_mix` data with each family's episodes repeated until every family
   contributes as many transitions as the largest (`policy.train.balance_families`); with `--family all` only
   (one family: the same as `dt_failed_mix`).
@@ -94,18 +98,20 @@ from policy.rollout import Episode, chunk_fn, planner_demos, rollout
 from policy.takeover import ARM_RULE, arm_demos
 from policy.train import AfterUpdate, balance_families, bc_finetune, demo_buffer, train_sft
 from sim.constants import FAMILIES
+from sim.engine.variations import other_start
 from sim.spec import SceneSpec
 
 ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix", "takeover_diag_mix",
         "takeover_random_mix", "dt_critic_mix", "dt_shaped_mix", "dt_task_shaped_mix", "dt_failed_balanced_mix",
-        "dt_filtered_mix", "dt_shaped_filtered_mix", "dt_failed_noown_mix", "dt_failed_dart_mix")
+        "dt_filtered_mix", "dt_shaped_filtered_mix", "dt_failed_noown_mix", "dt_failed_dart_mix",
+        "dt_failed_startvar_mix")
 SHAPED_ARMS = {"dt_critic_mix": None, "dt_shaped_mix": "phase", "dt_task_shaped_mix": "task",
                "dt_filtered_mix": None, "dt_shaped_filtered_mix": "phase"}
 """critic arms → the scope of their potential (`policy.phase_potential`; None: sparse rewards)"""
 FILTER_ARMS = ("dt_filtered_mix", "dt_shaped_filtered_mix")
 """critic arms whose critic only selects (`TrainConfig.awr_weighting = "filter"`); the others weight by exp(A/β)"""
 CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "dt_failed_balanced_mix", "dt_failed_noown_mix",
-              "dt_failed_dart_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
+              "dt_failed_dart_mix", "dt_failed_startvar_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
 """the arms `--curve` evaluates along the way (the BC and critic arms; not the branch arms)"""
 
 
@@ -235,6 +241,13 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         if not darts:
             darts.append(perturbed_planner_demos(failed, seed=1_000_003 * seed))
         return darts[0]
+    starts: list[list[Episode]] = []
+
+    def startvar() -> list[Episode]:  # planner demos of the failed scenes from other starts, once per seed
+        if not starts:
+            rng = np.random.default_rng([7, seed])
+            starts.append(planner_demos([other_start(s, rng) for s in failed]))
+        return starts[0]
     base_eval = successes(base, eval_scenes)
     say(f"base {np.mean(base_eval):.3f} on {len(eval_scenes)} held-out scenes; rollouts {np.mean([e.success for e in episodes]):.3f}; "
         f"D_t {len(dt)}/{len(round_scenes)} planner demos, {len(dt_failed)}/{len(failed)} on failed scenes")
@@ -250,6 +263,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         "dt_failed_balanced_mix": lambda s, r, h: _bc(s, balance_families(dt_failed_mix), args.updates, h),
         "dt_failed_noown_mix": lambda s, r, h: _bc(s, dt_failed + half, args.updates, h),
         "dt_failed_dart_mix": lambda s, r, h: _bc(s, dart() + own + half, args.updates, h),
+        "dt_failed_startvar_mix": lambda s, r, h: _bc(s, startvar() + own + half, args.updates, h),
         "takeover_diag_mix": lambda s, r, h: _bc(s, takeover["takeover_diag_mix"] + own + half, args.updates, h),
         "takeover_random_mix": lambda s, r, h: _bc(s, takeover["takeover_random_mix"] + own + half, args.updates, h),
         **{arm: (lambda s, r, h, arm=arm: _critic(s, episodes, dt_failed_mix, args.updates, _critic_updates(args),
@@ -259,7 +273,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     planner_calls = {"today": 0, "dt": len(round_scenes), "dt_branch": len(round_scenes), "base_bc": 0,
                      "dt_mix": len(round_scenes), "dt_branch_mix": len(round_scenes), "dt_failed_mix": len(failed),
                      "dt_failed_balanced_mix": len(failed), "dt_failed_noown_mix": len(failed),
-                     "dt_failed_dart_mix": len(failed),
+                     "dt_failed_dart_mix": len(failed), "dt_failed_startvar_mix": len(failed),
                      "takeover_diag_mix": len(failed), "takeover_random_mix": len(failed),
                      **{arm: len(failed) for arm in SHAPED_ARMS}}
     results: dict[str, dict] = {}
@@ -283,6 +297,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
             "own_successes": len(own), "rollouts": len(episodes), "arms": results,
             **({"takeover": takeover_stats} if takeover_stats else {}),
             **({"dart_demos": len(darts[0])} if darts else {}),
+            **({"startvar_demos": len(starts[0])} if starts else {}),
             **({"potentials": phi_stats} if phi_stats else {})}
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from sim import assets
 from sim.assets.types import ArticulatedAsset
+from sim.constants import GRIPPER_HOME
 from sim.layout import REGION_HIGH, REGION_LOW
 from sim.resample import resample
 from sim.spec import SceneSpec
@@ -190,6 +191,29 @@ def nearby(spec: SceneSpec, rng, target: str) -> SceneSpec:
             out = with_placement(spec, target, x=round(x, 4), y=round(y, 4), yaw=round(yaw, 4))
             return tagged(out, "layout", "nearby", target=target)
     raise VariationError(f"no free spot within 3 cm of the {target}")
+
+
+START_RANGES = {"dx": (-0.08, 0.08), "dy": (-0.10, 0.10), "dz": (-0.12, 0.04), "tilt": (0.0, 0.2),
+                "yaw": (-0.4, 0.4), "opening": (0.4, 1.0)}
+"""draws of `other_start` around `GRIPPER_HOME`: TCP offsets (m), the fingers' tilt from straight down about a random
+horizontal axis (rad), a turn about the vertical (rad), the finger opening (robosuite's Panda starts 0.06-0.11 m
+lower, tilted up to 0.22 rad and half open: inside these ranges)"""
+
+
+def other_start(spec: SceneSpec, rng, **_) -> SceneSpec:
+    """The same scene with the hand starting elsewhere (`START_RANGES` around home): a near-duplicate whose
+    planner demonstration approaches from another pose, for failures of the motion itself (execution modes)."""
+    r = START_RANGES
+    d = [float(rng.uniform(*r[k])) for k in ("dx", "dy", "dz")]
+    pos = [round(h + v, 4) for h, v in zip(GRIPPER_HOME, d, strict=True)]
+    tilt, axis, yaw = float(rng.uniform(*r["tilt"])), float(rng.uniform(0, 2 * math.pi)), float(rng.uniform(*r["yaw"]))
+    # q = turn(yaw about z) * tilt(about the horizontal axis (cos a, sin a, 0))
+    tw, tx, ty = math.cos(tilt / 2), math.sin(tilt / 2) * math.cos(axis), math.sin(tilt / 2) * math.sin(axis)
+    yw, yz = math.cos(yaw / 2), math.sin(yaw / 2)
+    quat = [yw * tw, yw * tx - yz * ty, yw * ty + yz * tx, yz * tw]
+    start = {"pos": pos, "quat": [round(c, 6) for c in quat], "opening": round(float(rng.uniform(*r["opening"])), 3)}
+    out = SceneSpec.model_validate({**spec.model_dump(), "start": start})
+    return tagged(out, "layout", "other_start")
 
 
 def resample_layout(spec: SceneSpec, rng, **_) -> SceneSpec:
@@ -401,7 +425,7 @@ UNDO = {"task": {"familiar_task": familiar_task}, "layout": {"declutter": declut
 """factor -> counterfactual operators, which take a suspected cause away instead of adding one; kept apart from
 `OPERATORS` (the data engine's and the uniform baseline's draws) and used by attribution by intervention"""
 
-LOCAL = {"layout": {"nearby": nearby}}
+LOCAL = {"layout": {"nearby": nearby, "other_start": other_start}}
 """factor -> operators that keep a scene's difficulty (near-duplicates), for execution modes
 (`Preset.execution_variants`); kept apart from `OPERATORS` like `UNDO`"""
 

@@ -29,16 +29,20 @@ def test_bench_round_tiny(tmp_path):
     parser = argparse.ArgumentParser()
     bench_round.add_arguments(parser)
     out = tmp_path / "round.json"
-    args = parser.parse_args(["--seeds", "0", "--replicates", "2", "--arms", "base_bc,dt_mix,dt_failed_mix,dt_failed_noown_mix,dt_failed_dart_mix", "--base-demos", "4", "--base-mix", "all",
+    args = parser.parse_args(["--seeds", "0", "--replicates", "2", "--arms", "base_bc,dt_mix,dt_failed_mix,dt_failed_noown_mix,dt_failed_dart_mix,dt_failed_startvar_mix",
+                              "--base-demos", "4", "--base-mix", "all",
                               "--base-updates", "4", "--scenes", "2", "--rollouts-per-scene", "1", "--updates", "2",
                               "--eval", "3", "--out", str(out)])
     result = bench_round.run(args)
-    assert set(result["arms"]) == {"base_bc", "dt_mix", "dt_failed_mix", "dt_failed_noown_mix", "dt_failed_dart_mix"}
+    assert set(result["arms"]) == {"base_bc", "dt_mix", "dt_failed_mix", "dt_failed_noown_mix", "dt_failed_dart_mix",
+                                   "dt_failed_startvar_mix"}
     failed = json.loads(out.read_text())["per_seed"][0]["failed_scenes"]
     assert result["arms"]["dt_failed_mix"]["planner_calls"] == failed <= 2 and result["base_mix"] == "all"
     assert result["arms"]["dt_failed_noown_mix"]["planner_calls"] == failed
     assert result["arms"]["dt_failed_dart_mix"]["planner_calls"] == failed
     assert 0 <= json.loads(out.read_text())["per_seed"][0]["dart_demos"] <= failed  # successful perturbed demos
+    assert result["arms"]["dt_failed_startvar_mix"]["planner_calls"] == failed
+    assert 0 <= json.loads(out.read_text())["per_seed"][0]["startvar_demos"] <= failed  # demos from other starts
     assert result["arms"]["dt_mix"]["planner_calls"] == 2 and result["arms"]["base_bc"]["planner_calls"] == 0
     assert all(a["vs_base"]["n"] == 3 and a["vs_today"] is None for a in result["arms"].values())
     assert result["arms"]["dt_mix"]["vs_arms"]["base_bc"]["n"] == 3 and "dt_mix" not in result["arms"]["dt_mix"]["vs_arms"]

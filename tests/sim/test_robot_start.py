@@ -95,3 +95,22 @@ def test_the_program_facade_refuses_a_bad_start_with_one_line():
     with pytest.raises(SceneError, match="tilts the fingers"):
         scene = sim.Scene("pick_place", seed=0)
         scene.set_start(quat=(0.7071, 0.0, 0.7071, 0.0))
+
+
+def test_other_start_moves_only_the_hand_within_its_ranges_and_the_planner_still_demonstrates():
+    from sim.engine.variations import START_RANGES, operator_table, other_start
+
+    spec = sample_spec("stack", 5)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        out = other_start(spec, rng)
+        assert out.meta["operator"] == "other_start" and out.start is not None
+        assert out.model_dump(exclude={"start", "meta"}) == spec.model_dump(exclude={"start", "meta"})
+        d = np.asarray(out.start.pos) - GRIPPER_HOME
+        for k, v in zip(("dx", "dy", "dz"), d, strict=True):
+            assert START_RANGES[k][0] - 1e-4 <= v <= START_RANGES[k][1] + 1e-4
+        w, x, y, _ = out.start.quat
+        assert np.arccos(np.clip(1 - 2 * (x * x + y * y), -1, 1)) <= START_RANGES["tilt"][1] + 1e-4
+        assert START_RANGES["opening"][0] <= out.start.opening <= START_RANGES["opening"][1]
+    assert run_planner(CodaEnv(out), seed=0).success
+    assert "other_start" in operator_table("layout")

@@ -1,0 +1,43 @@
+"""Round decision v9: start-varied demonstrations against home ones, with the reproducibility check against v7.
+Run from the repository root: `python experiments/round_decision_v9/analyze.py`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+_spec = importlib.util.spec_from_file_location("v6", HERE.parent / "round_decision_v6" / "analyze.py")
+v6 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(v6)
+READS = (("dt_failed_startvar_mix", "dt_failed_mix"),)
+
+
+def main() -> dict:
+    out = {}
+    for fam in v6.FAMILIES:
+        loaded = v6.load(HERE, fam)
+        if loaded is None:
+            continue
+        runs, arms, base = loaded
+        before = {s["seed"]: s for s in json.loads((HERE.parent / "round_decision_v7" / f"{fam}.json").read_text())["per_seed"]}
+        same = all([r["success"] for r in s["arms"]["dt_failed_mix"]["replicates"]]
+                   == [r["success"] for r in before[s["seed"]]["arms"]["dt_failed_mix"]["replicates"]] for s in runs)
+        out[fam] = {
+            "reproduces_v7": same,
+            "base": round(100 * float(np.mean(np.concatenate(base))), 1),
+            "arms": {a: {"success": round(100 * float(np.mean(np.concatenate(m))), 1), "vs_base": v6.paired(m, base)}
+                     for a, m in arms.items()},
+            "paired": {f"{x} - {y}": v6.paired(arms[x], arms[y]) for x, y in READS},
+            "failed_scenes": [s["failed_scenes"] for s in runs],
+            "startvar_demos": [s.get("startvar_demos") for s in runs],
+        }
+    (HERE / "analysis.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=1))
