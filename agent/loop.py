@@ -240,10 +240,12 @@ class CoEvolution:
             spec = self.family_scene(row["family"], self._scene_seed(r, 90_000 + 10 * i + j))
             try:
                 made = self.call("sim", "proxy_scene", spec=spec.model_dump(mode="json"), objects=failure["start"],
-                                 source=row["suite"], seed=i, **self._proxy_start(failure))
-            except ToolError as exc:
-                log.warning("no scene resembling %s seed %s: %s", row["suite"], failure["seed"], exc.message)
-                return None
+                                 source=row["suite"], seed=i, **self._proxy_start(failure),
+                                 **({"template": row["template"]} if self.preset.external_template and row.get("template") else {}))
+            except ToolError as exc:  # this seed scene does not fit (e.g. the template's slots); another may
+                log.warning("no scene resembling %s seed %s from seed scene %d: %s", row["suite"], failure["seed"],
+                            j, exc.message)
+                continue
             scene = self._create(r, program_of(made, "external", parent=spec.spec_hash()), None)
             if scene["verified"]:
                 return scene["scene_id"]

@@ -165,6 +165,10 @@ class Preset:
     external_start: bool = True
     """a scene resembling an external failure starts the hand where the episode's did (position, tilt, finger
     opening: `sim.spec.RobotStart`); False: at this simulator's home, as before session 27"""
+    external_template: bool = False
+    """a scene resembling an external failure states the external task by its template of the family (the
+    adapter's `template`: robosuite Lift → `pp_lift`, Stack → `st_on`, PickPlaceCan → `pp_in`, Door → `ar_open`)
+    instead of keeping its seed scene's task; off until an external-target protocol measures it"""
     external_probe_n: int = 8
     """episodes per external task of a round's probe (at most `max_diagnoses` failures per task are diagnosed)"""
     external_eval_n: int = 50
@@ -320,7 +324,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_start", "external_probe_n", "external_eval_n",
+            "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_start", "external_template", "external_probe_n", "external_eval_n",
             "external_eval_seeds")
 """the budget fields `--set` may change"""
 

@@ -216,12 +216,16 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
         start: Annotated[RobotStart | None, Field(description=(
             "where the episode's hand started (the trainer's evaluate_external with evidence gives it per failure "
             "under 'start_robot'); omitted: the scene's own start"))] = None,
+        template: Annotated[str, Field(max_length=32, pattern=r"^[a-z0-9_]*$", description=(
+            "a task template of the scene's family stating the external task (the trainer's evaluate_external "
+            "gives it per task under 'template', e.g. pp_lift for robosuite:Lift); empty: the scene's own task"))] = "",
     ) -> programs.SceneProgram:
         """The program of a scene resembling an external benchmark episode: the seed scene `spec` with its task
         objects moved to where the benchmark's were, the target sized like it, distractors cleared from around
-        them and, given `start`, its hand starting where the episode's did (nothing is stored; verify it like any
-        scene)."""
-        return programs.program_of(external_proxy(spec_of(spec), objects, source=source, seed=seed, start=start))
+        them, given `start` its hand starting where the episode's did, given `template` its task restated by that
+        template (nothing is stored; verify it like any scene)."""
+        return programs.program_of(external_proxy(spec_of(spec), objects, source=source, seed=seed, start=start,
+                                                  template=template))
 
     @tool(mcp, READ_ONLY)
     def variation_operators() -> dict[str, list[str]]:

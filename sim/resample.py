@@ -26,6 +26,24 @@ def resample(spec: SceneSpec, factor: str, rng: np.random.Generator, split: str 
     return spec.model_copy(update={"attributes": _attributes(spec, rng), "meta": meta})
 
 
+def with_template(spec: SceneSpec, template: str) -> SceneSpec:
+    """`spec` with its task rebuilt from the family's template `template` over the scene's own role binding (the
+    same objects and roles; a template of either split). ValueError naming the family's templates when it has no
+    such template, or when the scene's objects do not fit it."""
+    fam = get_family(spec.family)
+    if template not in fam.TEMPLATES:
+        raise ValueError(f"unknown {spec.family} template {template!r}; valid: {', '.join(fam.TEMPLATES)}")
+    t = fam.TEMPLATES[template]
+    objects = {o.name: o for o in spec.task.objects}
+    handles = {s: ObjectHandle(n, objects[n].category, objects[n].role) for s, n in fam.roles(spec).items()}
+    if not all(s in handles for s in t.slots) or not t.requires(handles):
+        raise ValueError(f"the objects of this {spec.family} scene do not fit template {template!r}")
+    instruction, success, initial = t.build(**{k: handles[k] for k in t.slots})
+    task = spec.task.model_copy(update={"instruction": instruction, "template": t.id, "success": success,
+                                        "initial_state": initial})
+    return spec.model_copy(update={"task": TaskSpec.model_validate(task.model_dump())})
+
+
 def _task(spec: SceneSpec, rng, split: str) -> TaskSpec:
     fam = get_family(spec.family)
     base = fam.roles(spec)

@@ -76,7 +76,7 @@ def run_task(act, benchmark: str, task: str, seeds: list[int], *, workers: int =
                     f.result().close()
             raise
     t_make = time.perf_counter() - t0
-    family = adapters[0].family
+    family, template = adapters[0].family, getattr(adapters[0], "template", "")
     episodes: list[ExternalEpisode | None] = [None] * len(seeds)
     frames: list[np.ndarray] = []
     external_steps, t_step = 0, 0.0
@@ -129,7 +129,7 @@ def run_task(act, benchmark: str, task: str, seeds: list[int], *, workers: int =
             a.close()
     if gif is not None and frames:
         write_gif(gif, frames)
-    timing = {"family": family, "seconds": round(time.perf_counter() - t0, 2), "make_seconds": round(t_make, 2),
+    timing = {"family": family, "template": template, "seconds": round(time.perf_counter() - t0, 2), "make_seconds": round(t_make, 2),
               "external_steps": external_steps,
               "external_steps_per_s": round(external_steps / t_step, 1) if t_step else 0.0}
     return [e for e in episodes if e is not None], timing
@@ -174,7 +174,7 @@ def evaluate_external(policy, targets: list[tuple[str, str]], n: int, seeds: int
                                     device=device, gif=gif, adapter_kwargs=adapter_kwargs, evidence=evidence)
         everything += episodes
         groups = [episodes[k * n : (k + 1) * n] for k in range(seeds)]
-        row = {"family": timing.pop("family"), "suite": f"{benchmark}:{task}",
+        row = {"family": timing.pop("family"), "template": timing.pop("template"), "suite": f"{benchmark}:{task}",
                "benchmark": benchmark, "task": task, **success_stats(episodes),
                "per_seed": [success_stats(g)["success_rate"] for g in groups],
                "mean_external_steps": round(sum(e.external_steps for e in episodes) / max(len(episodes), 1), 1),

@@ -113,6 +113,9 @@ class MetaWorldTask:
     description: str = ""
     phases: str = "pick"
     """the phase ladder of the failure analysis (`policy.external.phases.LADDERS`)"""
+    template: str = ""
+    """the task template of this project's family that states the same task (a resembling scene's task; none for
+    a puck brought to a point)"""
 
 
 _PUCK = MetaWorldObject("puck", "target", "cylinder_block", body="obj", pos="main", free_joint="objjoint")
@@ -129,11 +132,12 @@ TASKS: dict[str, MetaWorldTask] = {
                       (MetaWorldObject("drawer", "articulated", "drawer", body="drawer_link", pos="main",
                                        joint="goal_slidey", body_yaw=90.0),),
                       "SawyerDrawerOpenV3Policy", "a drawer facing the robot; success: pulled (nearly) fully open",
-                      phases="open"),
+                      phases="open", template="ar_open"),
         MetaWorldTask("door-open-v3", "articulated", "open the door",
                       (MetaWorldObject("door", "articulated", "door", body="door_link", pos="main",
                                        joint="doorjoint", body_yaw=90.0),),
-                      "SawyerDoorOpenV3Policy", "a hinged door; success: its handle swung to the goal", phases="open"),
+                      "SawyerDoorOpenV3Policy", "a hinged door; success: its handle swung to the goal", phases="open",
+                      template="ar_open"),
     )
 }
 
@@ -178,6 +182,7 @@ class MetaWorldAdapter(WorkerAdapter):
 
         self.spec = TASKS[task]
         self.task, self.family, self.instruction = task, self.spec.family, self.spec.instruction
+        self.template = self.spec.template
         self.objects = self.spec.objects[:MAX_OBJECTS]
         self.category = np.full(MAX_OBJECTS, -1, dtype=np.int64)
         self.category[: len(self.objects)] = [category_index(o.category) for o in self.objects]

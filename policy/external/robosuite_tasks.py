@@ -89,6 +89,8 @@ class RobosuiteTask:
     description: str = ""
     phases: str = "pick"
     """the phase ladder of the failure analysis (`policy.external.phases.LADDERS`)"""
+    template: str = ""
+    """the task template of this project's family that states the same task (a resembling scene's task)"""
 
 
 TASKS: dict[str, RobosuiteTask] = {
@@ -98,12 +100,14 @@ TASKS: dict[str, RobosuiteTask] = {
             "Lift", "pick_place", "pick up the block and hold it in the air", 100,
             (ExternalObject("cube", "cube_main", "target", "block", free_joint="cube_joint0"),),
             description="a red cube (half size 2.0-2.2 cm) on the table; success: lifted 4 cm above the table",
+            template="pp_lift",
         ),
         RobosuiteTask(
             "Stack", "stack", "stack the red block on the green block", 150,
             (ExternalObject("cubeA", "cubeA_main", "target", "block", free_joint="cubeA_joint0"),
              ExternalObject("cubeB", "cubeB_main", "support", "block", free_joint="cubeB_joint0")),
             description="red cube A (2 cm) and green cube B (2.5 cm); success: A on B and released",
+            template="st_on",
         ),
         RobosuiteTask(
             "PickPlaceCan", "pick_place", "put the can in the bin", 150,
@@ -111,12 +115,13 @@ TASKS: dict[str, RobosuiteTask] = {
              ExternalObject("bin", "bin2", "receptacle", "bin")),
             description="a can in the left bin; success: in its quadrant of the right bin (the token 'bin' is that "
                         "quadrant: centre and half extents from the env's target_bin_placements and bin_size)",
+            template="pp_in",
         ),
         RobosuiteTask(
             "Door", "articulated", "open the door", 120,
             (ExternalObject("door", "Door_door", "articulated", "door", site="Door_handle", joint="Door_hinge"),),
             description="a hinged door with a latched handle; success: hinge angle > 0.3 rad (opening > 0.75)",
-            phases="open",
+            phases="open", template="ar_open",
         ),
     )
 }
@@ -141,6 +146,7 @@ class RobosuiteAdapter(WorkerAdapter):
 
         self.spec = TASKS[task]
         self.task, self.family, self.instruction = task, self.spec.family, self.spec.instruction
+        self.template = self.spec.template
         self.max_steps = int(max_steps or self.spec.max_steps)
         self.objects = self.spec.objects[:MAX_OBJECTS]
         self.category = np.full(MAX_OBJECTS, -1, dtype=np.int64)

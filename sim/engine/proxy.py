@@ -12,8 +12,10 @@ the target is rescaled to the external object's footprint (its mean horizontal h
 articulated objects keep their pose and size (a benchmark's door and this project's cabinets differ in more than
 pose). Positions are clipped into the layout region. Given the episode's start of the hand (the adapter's
 `start_robot`: robosuite's Panda starts lower, tilted and half open), the scene's hand starts there too
-(`SceneSpec.start`), so its planner demonstrations begin where the benchmark's episodes do. The result is not
-verified here: the caller verifies it like any scene.
+(`SceneSpec.start`), so its planner demonstrations begin where the benchmark's episodes do; given the external
+task's template (the adapter's `template`: Lift is this project's held-out `pp_lift`), the scene's task is
+restated by it (`sim.resample.with_template`). The result is not verified here: the caller verifies it like any
+scene.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from sim.engine.variations import (
     with_placement,
 )
 from sim.layout import REGION_HIGH, REGION_LOW
+from sim.resample import with_template
 from sim.spec import RobotStart, SceneSpec
 
 SCALE = (0.6, 1.6)
@@ -63,10 +66,11 @@ class ExternalObject(BaseModel):
 
 
 def proxy_scene(spec: SceneSpec, objects: list[ExternalObject | dict], *, source: str = "", seed: int = 0,
-                start: RobotStart | dict | None = None) -> SceneSpec:
+                start: RobotStart | dict | None = None, template: str = "") -> SceneSpec:
     """`spec` with its task objects where the external episode's `objects` were at reset and, given `start`, its
-    hand starting where the episode's did; `source` names the external task in the scene's meta. ValueError when
-    `objects` has no target or `start` is not a valid `RobotStart`."""
+    hand starting where the episode's did and, given `template`, its task stated by that template of the family
+    (robosuite's Lift: `pp_lift`); `source` names the external task in the scene's meta. ValueError when `objects`
+    has no target, `start` is not a valid `RobotStart` or the scene's objects do not fit `template`."""
     ext = {o.role: o for o in map(ExternalObject.model_validate, objects)}
     if "target" not in ext and "articulated" not in ext:
         raise ValueError(f"objects: no object with role 'target' or 'articulated' (roles: {sorted(ext)})")
@@ -99,4 +103,6 @@ def proxy_scene(spec: SceneSpec, objects: list[ExternalObject | dict], *, source
         pass  # nothing crowds the task's objects
     if start is not None:
         out = SceneSpec.model_validate({**out.model_dump(), "start": RobotStart.model_validate(start).model_dump()})
+    if template:
+        out = with_template(out, template)
     return tagged(out, "layout", "external_proxy", target=target, external=source, moved=",".join(moved))

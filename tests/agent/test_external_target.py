@@ -45,7 +45,7 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
         pytest.skip(f"no external venv with robosuite at {external_venv()} (run scripts/setup --external)")
     cmd = [sys.executable, "-m", "coda.cli", "run", "--preset", "tiny", "--rounds", "2", "--families",
            "pick_place,stack", "--target", "external:robosuite:Lift,Stack", "--set",
-           "external_eval_n=3,external_probe_n=3", "--runs-dir", str(tmp_path), "--name", "ext", "--json"]
+           "external_eval_n=3,external_probe_n=3,external_template=true", "--runs-dir", str(tmp_path), "--name", "ext", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
@@ -67,6 +67,7 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
         assert d["scene_id"] in state["mode_scenes"][d["mode_id"]]
         spec = json.loads((tmp_path / "ext" / "scenes" / f"{d['scene_id']}.json").read_text())
         assert spec["start"]["pos"][2] < 0.26 and spec["start"]["opening"] < 0.8  # robosuite's lower, half-open start
+        assert spec["task"]["template"] == {"robosuite:Lift": "pp_lift", "robosuite:Stack": "st_on"}[d["suite"]]
     # the next round allocates the modes the probe found
     allocated = set(steps["r1.allocate"]["result"]["per_mode"]) | set(steps["r1.allocate"]["result"].get(
         "replay_per_mode", {}))

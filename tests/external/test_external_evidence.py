@@ -127,6 +127,34 @@ def test_proxy_scene_starts_the_hand_where_the_episode_did_and_its_planner_demo_
         proxy_scene(spec, objects, start={**start, "opening": 1.5})
 
 
+def test_proxy_scene_states_the_external_task_by_its_template_and_verifies():
+    from sim.engine.proxy import proxy_scene
+    from sim.families import sample_spec
+    from sim.verify import verify_spec
+
+    objects = [{"role": "target", "pos": [0.5, 0.05, 0.02], "half_extent": [0.02] * 3}]
+    passed = 0
+    for seed in range(3):
+        out = proxy_scene(sample_spec("pick_place", seed), objects, source="robosuite:Lift", template="pp_lift")
+        assert out.task.template == "pp_lift" and out.task.instruction.startswith("pick up the ")
+        assert out.task.success.op == "and" and "lifted" in str(out.task.success)
+        passed += verify_spec(out, planner=True).passed
+    assert passed >= 2
+    with pytest.raises(ValueError, match="unknown pick_place template 'st_on'; valid: pp_in"):
+        proxy_scene(sample_spec("pick_place", 0), objects, template="st_on")
+
+
+def test_every_external_task_template_is_one_of_its_family():
+    from policy.external import metaworld_tasks, robosuite_tasks
+    from sim.families import get_family
+
+    tasks = [*robosuite_tasks.TASKS.values(), *metaworld_tasks.TASKS.values()]
+    assert {t.name: t.template for t in robosuite_tasks.TASKS.values()} == {
+        "Lift": "pp_lift", "Stack": "st_on", "PickPlaceCan": "pp_in", "Door": "ar_open"}
+    for t in tasks:
+        assert not t.template or t.template in get_family(t.family).TEMPLATES, t.name
+
+
 def test_proxy_scene_needs_a_target():
     from sim.engine.proxy import proxy_scene
     from sim.families import sample_spec

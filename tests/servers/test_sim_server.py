@@ -228,6 +228,12 @@ def test_engine_tools_refuse_bad_values_naming_them(server):
                 "spec": spec, "objects": [{"role": "target", "pos": [0.5, 0, 0.03], "half_extent": [0.02] * 3}],
                 "start": {"pos": [0.46, 0, 0.22], "quat": [0.997, 0.003, -0.075, 0.008], "opening": 0.52}})
             assert "scene.set_start(pos=(0.46, 0.0, 0.22)" in started["source"]
+            assert "unknown pick_place template 'ar_open'" in await err(c, "proxy_scene", {
+                "spec": spec, "objects": [{"role": "target", "pos": [0.5, 0, 0.03], "half_extent": [0.02] * 3}],
+                "template": "ar_open"})
+            assert "argument template" in await err(c, "proxy_scene", {
+                "spec": spec, "objects": [{"role": "target", "pos": [0.5, 0, 0.03], "half_extent": [0.02] * 3}],
+                "template": "Bad Template"})
             assert "argument phase" in await err(c, "potential_template", {
                 "spec": spec, "factor": "spatial", "phase": "flying", "cause": "the gripper hit the bowl"})
             assert "stop (10) must be above start (50)" in await err(c, "plant_failures", {"n": 2, "start": 50,
