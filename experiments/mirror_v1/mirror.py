@@ -57,14 +57,19 @@ def main() -> None:
     ap.add_argument("checkpoint")
     ap.add_argument("--n", type=int, default=8)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--no-rotation", action="store_true", help="zero the chunks' rotation deltas (both simulators)")
+    ap.add_argument("--control-freq", type=int, default=None, help="robosuite's control_freq (default: the task's)")
     args = ap.parse_args()
     state = load_checkpoint(ROOT / args.checkpoint if not Path(args.checkpoint).is_absolute() else args.checkpoint)
     act, emb = chunk_fn(state.policy, mode="mean"), get_embedder()
 
     def chunk(obs):
-        return act(collate_obs([obs], emb, "cpu")).detach().cpu().numpy()[0]
+        c = act(collate_obs([obs], emb, "cpu")).detach().cpu().numpy()[0]
+        if args.no_rotation:
+            c[:, 3:6] = 0.0
+        return c
 
-    adapter = RobosuiteAdapter("Lift")
+    adapter = RobosuiteAdapter("Lift", env_kwargs={"control_freq": args.control_freq} if args.control_freq else None)
     rows = []
     try:
         for seed in episode_seeds(args.n, 1, 0):
@@ -128,7 +133,9 @@ def main() -> None:
     finally:
         adapter.close()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    Path(args.out).write_text(json.dumps({"commit": commit, "checkpoint": args.checkpoint, "rows": rows}, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps({"commit": commit, "checkpoint": args.checkpoint,
+                                          "control_freq": adapter.info["control_freq"], "no_rotation": args.no_rotation,
+                                          "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
