@@ -45,7 +45,7 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
         pytest.skip(f"no external venv with robosuite at {external_venv()} (run scripts/setup --external)")
     cmd = [sys.executable, "-m", "coda.cli", "run", "--preset", "tiny", "--rounds", "2", "--families",
            "pick_place,stack", "--target", "external:robosuite:Lift,Stack", "--set",
-           "external_eval_n=3,external_probe_n=3,external_template=true", "--runs-dir", str(tmp_path), "--name", "ext", "--json"]
+           "external_eval_n=3,external_probe_n=3,external_start=true,external_template=true", "--runs-dir", str(tmp_path), "--name", "ext", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
