@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from policy.bench_round import _copy
-from policy.checkpoint import load_checkpoint
+from policy.checkpoint import load_checkpoint, save_checkpoint
 from policy.evaluate import eval_specs, train_specs
 from policy.external.robosuite_tasks import TASKS as RS_TASKS
 from policy.rollout import planner_demos
@@ -34,6 +34,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--save", default=None, help="a diagnostic: train replicate 0 only, save its checkpoint here "
+                    "(no evaluation)")
     args = ap.parse_args()
     seed = args.seed
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
@@ -63,6 +65,9 @@ def main() -> None:
         c0 = time.process_time()
         bc_finetune(state, demo_buffer(dt + mix), S.UPDATES)
         cpu = time.process_time() - c0
+        if args.save:
+            save_checkpoint(args.save, state)
+            return None
         got = S.evaluate(state, sim_home, sim_start)
         out["arms"]["start_task"].append({"replicate": r, "train_cpu_s": round(cpu, 1), **got})
         S.say(f"start_task replicate {r}: robosuite {({t: sum(v) for t, v in got['robosuite'].items()})}, sim home "
