@@ -36,7 +36,12 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--save", default=None, help="a diagnostic: train replicate 0 only, save its checkpoint here "
                     "(no evaluation)")
+    ap.add_argument("--updates", type=int, default=S.UPDATES, help="with --save: BC updates (a diagnostic dose)")
+    ap.add_argument("--scenes", type=int, default=S.SCENES, help="with --save: round scenes per family (a diagnostic dose)")
     args = ap.parse_args()
+    if not args.save and (args.updates != S.UPDATES or args.scenes != S.SCENES):
+        ap.error("--updates and --scenes are diagnostic settings: give them with --save only")
+    S.SCENES = args.scenes
     seed = args.seed
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     base = load_checkpoint(ROOT / f"experiments/grid_v31/base/transformer-s{seed}/checkpoints/base.pt")
@@ -63,7 +68,7 @@ def main() -> None:
     for r in range(S.REPLICATES):
         state = _copy(base, seed=1000 * (seed + 1) + r)
         c0 = time.process_time()
-        bc_finetune(state, demo_buffer(dt + mix), S.UPDATES)
+        bc_finetune(state, demo_buffer(dt + mix), args.updates)
         cpu = time.process_time() - c0
         if args.save:
             save_checkpoint(args.save, state)
