@@ -32,6 +32,26 @@ def load(here: Path, fam: str) -> tuple[list[dict], dict[str, list[np.ndarray]],
     return runs, arms, [np.asarray(s["base"], dtype=float) for s in runs]
 
 
+def families(here: Path):
+    """(family, runs, arms, base) of `load` for each family that has run in folder `here`."""
+    for fam in FAMILIES:
+        loaded = load(here, fam)
+        if loaded is not None:
+            yield (fam, *loaded)
+
+
+def same_replicates(runs: list[dict], earlier: Path, fam: str, arm: str = "dt_failed_mix") -> bool:
+    """Whether every replicate of `arm` in `runs` equals the earlier run's (folder `earlier`), scene by scene."""
+    before = {s["seed"]: s for s in json.loads((earlier / f"{fam}.json").read_text())["per_seed"]}
+    return all([r["success"] for r in s["arms"][arm]["replicates"]]
+               == [r["success"] for r in before[s["seed"]]["arms"][arm]["replicates"]] for s in runs)
+
+
+def success(means: list[np.ndarray], base: list[np.ndarray]) -> dict:
+    """An arm's success over seeds and its paired difference to the base."""
+    return {"success": round(100 * float(np.mean(np.concatenate(means))), 1), "vs_base": paired(means, base)}
+
+
 def paired(a: list[np.ndarray], b: list[np.ndarray]) -> dict:
     d = np.concatenate([x - y for x, y in zip(a, b, strict=True)])
     return {"points": round(100 * d.mean(), 1), "se": round(100 * d.std(ddof=1) / math.sqrt(len(d)), 1), "n": len(d)}

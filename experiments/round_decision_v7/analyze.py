@@ -18,20 +18,13 @@ READS = (("dt_failed_noown_mix", "dt_failed_mix"), ("dt_failed_dart_mix", "dt_fa
 
 def main() -> dict:
     out = {}
-    for fam in v6.FAMILIES:
-        loaded = v6.load(HERE, fam)
-        if loaded is None:
-            continue
-        runs, arms, base = loaded
-        before = {s["seed"]: s for s in json.loads((HERE.parent / "round_decision_v6" / f"{fam}.json").read_text())["per_seed"]}
-        same = all([r["success"] for r in s["arms"]["dt_failed_mix"]["replicates"]]
-                   == [r["success"] for r in before[s["seed"]]["arms"]["dt_failed_mix"]["replicates"]] for s in runs)
+    for fam, runs, arms, base in v6.families(HERE):
+        same = v6.same_replicates(runs, HERE.parent / "round_decision_v6", fam)
         summary = json.loads((HERE / f"{fam}.summary.json").read_text())["arms"]
         out[fam] = {
             "reproduces_v6": same,
             "base": round(100 * float(np.mean(np.concatenate(base))), 1),
-            "arms": {a: {"success": round(100 * float(np.mean(np.concatenate(m))), 1), "vs_base": v6.paired(m, base),
-                         "curve": summary[a].get("curve"), "updates_to_base_plus_5": summary[a]["updates_to_base_plus_5"]}
+            "arms": {a: {**v6.success(m, base), "curve": summary[a].get("curve"), "updates_to_base_plus_5": summary[a]["updates_to_base_plus_5"]}
                      for a, m in arms.items()},
             "paired": {f"{x} - {y}": v6.paired(arms[x], arms[y]) for x, y in READS},
             "own_successes": [s["own_successes"] for s in runs],

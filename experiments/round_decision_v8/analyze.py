@@ -7,8 +7,6 @@ import importlib.util
 import json
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).parent
 _spec = importlib.util.spec_from_file_location("v6", HERE.parent / "round_decision_v6" / "analyze.py")
 v6 = importlib.util.module_from_spec(_spec)
@@ -21,11 +19,7 @@ PREMISE = {"pick_place": 0.40, "stack": 0.25}
 
 def main() -> dict:
     out = {}
-    for fam in v6.FAMILIES:
-        loaded = v6.load(HERE, fam)
-        if loaded is None:
-            continue
-        runs, arms, base = loaded
+    for fam, runs, arms, base in v6.families(HERE):
         rollout_success = [round(s["own_successes"] / s["rollouts"], 3) for s in runs]
         summary_path = HERE / f"{fam}.summary.json"
         summary = json.loads(summary_path.read_text())["arms"] if summary_path.stat().st_size else {}
@@ -33,8 +27,7 @@ def main() -> dict:
             "seeds": [s["seed"] for s in runs],
             "premise_met": all(x >= PREMISE[fam] for x in rollout_success), "rollout_success": rollout_success,
             "base": [round(100 * float(b.mean()), 1) for b in base],
-            "arms": {a: {"success": round(100 * float(np.mean(np.concatenate(m))), 1), "vs_base": v6.paired(m, base),
-                         **({"curve": summary[a].get("curve"),
+            "arms": {a: {**v6.success(m, base), **({"curve": summary[a].get("curve"),
                              "updates_to_base_plus_5": summary[a]["updates_to_base_plus_5"]} if a in summary else {})}
                      for a, m in arms.items()},
             "paired": {f"{x} - {y}": v6.paired(arms[x], arms[y]) for x, y in READS},

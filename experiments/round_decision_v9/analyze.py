@@ -18,19 +18,12 @@ READS = (("dt_failed_startvar_mix", "dt_failed_mix"),)
 
 def main() -> dict:
     out = {}
-    for fam in v6.FAMILIES:
-        loaded = v6.load(HERE, fam)
-        if loaded is None:
-            continue
-        runs, arms, base = loaded
-        before = {s["seed"]: s for s in json.loads((HERE.parent / "round_decision_v7" / f"{fam}.json").read_text())["per_seed"]}
-        same = all([r["success"] for r in s["arms"]["dt_failed_mix"]["replicates"]]
-                   == [r["success"] for r in before[s["seed"]]["arms"]["dt_failed_mix"]["replicates"]] for s in runs)
+    for fam, runs, arms, base in v6.families(HERE):
+        same = v6.same_replicates(runs, HERE.parent / "round_decision_v7", fam)
         out[fam] = {
             "reproduces_v7": same,
             "base": round(100 * float(np.mean(np.concatenate(base))), 1),
-            "arms": {a: {"success": round(100 * float(np.mean(np.concatenate(m))), 1), "vs_base": v6.paired(m, base)}
-                     for a, m in arms.items()},
+            "arms": {a: v6.success(m, base) for a, m in arms.items()},
             "paired": {f"{x} - {y}": v6.paired(arms[x], arms[y]) for x, y in READS},
             "failed_scenes": [s["failed_scenes"] for s in runs],
             "startvar_demos": [s.get("startvar_demos") for s in runs],
