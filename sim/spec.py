@@ -342,6 +342,12 @@ class SceneSpec(_Frozen):
             return self
         return SceneSpec.model_validate({**self.model_dump(), "robot": robot})
 
+    def with_start(self, start: RobotStart | dict | None) -> SceneSpec:
+        """The same scene with the hand starting at `start` (None: home); ValueError when it is not a valid
+        `RobotStart`."""
+        start = None if start is None else RobotStart.model_validate(start).model_dump()
+        return SceneSpec.model_validate({**self.model_dump(), "start": start})
+
     def canonical_json(self) -> str:
         data = self.model_dump(mode="json", exclude={"meta"})
         return json.dumps(data, sort_keys=True, separators=(",", ":"))

@@ -102,7 +102,7 @@ def proxy_scene(spec: SceneSpec, objects: list[ExternalObject | dict], *, source
     except VariationError:
         pass  # nothing crowds the task's objects
     if start is not None:
-        out = SceneSpec.model_validate({**out.model_dump(), "start": RobotStart.model_validate(start).model_dump()})
+        out = out.with_start(start)
     if template:
         out = with_template(out, template)
     return tagged(out, "layout", "external_proxy", target=target, external=source, moved=",".join(moved))

@@ -212,8 +212,7 @@ def other_start(spec: SceneSpec, rng, **_) -> SceneSpec:
     yw, yz = math.cos(yaw / 2), math.sin(yaw / 2)
     quat = [yw * tw, yw * tx - yz * ty, yw * ty + yz * tx, yz * tw]
     start = {"pos": pos, "quat": [round(c, 6) for c in quat], "opening": round(float(rng.uniform(*r["opening"])), 3)}
-    out = SceneSpec.model_validate({**spec.model_dump(), "start": start})
-    return tagged(out, "layout", "other_start")
+    return tagged(spec.with_start(start), "layout", "other_start")
 
 
 def resample_layout(spec: SceneSpec, rng, **_) -> SceneSpec:
