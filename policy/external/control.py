@@ -81,14 +81,19 @@ class TargetTracker:
     project's gripper frame differs by a constant rotation, which left-multiplied world deltas leave unchanged)."""
 
     def __init__(self, pos, mat, max_dpos: float, max_drot: float, leash: float,
-                 low=(-np.inf,) * 3, high=(np.inf,) * 3):
+                 low=(-np.inf,) * 3, high=(np.inf,) * 3, rot_leash: float | None = None):
         self.pos = np.array(pos, dtype=np.float64)
         self.mat = np.array(mat, dtype=np.float64).reshape(3, 3)
         self.max_dpos, self.max_drot, self.leash = float(max_dpos), float(max_drot), float(leash)
         self.low, self.high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+        self.rot_leash = None if rot_leash is None else float(rot_leash)
+        """with it, the target orientation stays within this angle (rad) of the TCP's, as the position stays
+        within `leash`: an arm that turns slower than the target cannot let it run ahead (None: no bound, as
+        this project's env, whose weld keeps up)"""
 
-    def apply(self, action, tcp_pos) -> float:
-        """Move the target by one 10 Hz action (world axes); returns the gripper command in [-1, 1]."""
+    def apply(self, action, tcp_pos, tcp_mat=None) -> float:
+        """Move the target by one 10 Hz action (world axes); returns the gripper command in [-1, 1]. `tcp_mat`:
+        the TCP's orientation, needed with `rot_leash`."""
         a = np.asarray(action, dtype=np.float64)
         target = self.pos + np.clip(a[:3], -self.max_dpos, self.max_dpos)
         target = np.clip(target, tcp_pos - self.leash, tcp_pos + self.leash)
@@ -99,6 +104,12 @@ class TargetTracker:
             if angle > self.max_drot:
                 rot = rot * (self.max_drot / angle)
             self.mat = mat_from_axis_angle(rot) @ self.mat
+        if self.rot_leash is not None and tcp_mat is not None:
+            tcp = np.asarray(tcp_mat, dtype=np.float64).reshape(3, 3)
+            lead = axis_angle_from_mat(self.mat @ tcp.T)
+            angle = float(np.linalg.norm(lead))
+            if angle > self.rot_leash:
+                self.mat = mat_from_axis_angle(lead * (self.rot_leash / angle)) @ tcp
         return float(np.clip(a[6], -1.0, 1.0))
 
 

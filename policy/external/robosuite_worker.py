@@ -136,7 +136,8 @@ class Worker:
         c = self.control
         low = np.array(c.get("low", [-np.inf] * 3), dtype=np.float64)
         high = np.array(c.get("high", [np.inf] * 3), dtype=np.float64)
-        self.tracker = control.TargetTracker(p, R, c["max_dpos"], c["max_drot"], c["leash"], low, high)
+        self.tracker = control.TargetTracker(p, R, c["max_dpos"], c["max_drot"], c["leash"], low, high,
+                                              c.get("rot_leash"))
         geometry = {"hand": (d.xpos[self.hand_body] - p) @ R,
                     "left_finger": (d.xpos[self.finger_bodies[0]] - p) @ R,
                     "right_finger": (d.xpos[self.finger_bodies[1]] - p) @ R}
@@ -175,7 +176,7 @@ class Worker:
         success, external = False, 0
         for a in actions:
             tcp = d.site_xpos[self.tcp].copy()
-            grip = self.tracker.apply(a, tcp)
+            grip = self.tracker.apply(a, tcp, d.site_xmat[self.tcp])
             open_loop = control.open_loop_delta(a, k, ref, out_max, c["max_dpos"], c["max_drot"])
             for _ in range(k):
                 if c.get("action_map", "target") == "target":

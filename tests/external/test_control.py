@@ -76,6 +76,25 @@ def test_target_tracker_reproduces_this_projects_env_target():
         assert grip == np.clip(a[6], -1, 1)
 
 
+def test_rotation_leash_bounds_the_target_lead_and_keeps_its_direction():
+    """With rot_leash, a TCP that does not turn holds the target orientation within the leash, on the commanded
+    axis; without it the target runs ahead by every step's rotation (this project's env)."""
+    eye = np.eye(3)
+    free = TargetTracker([0, 0, 0], eye, MAX_DPOS, MAX_DROT, 0.08)
+    held = TargetTracker([0, 0, 0], eye, MAX_DPOS, MAX_DROT, 0.08, rot_leash=0.3)
+    for _ in range(4):
+        free.apply([0, 0, 0, 0, 0, MAX_DROT, -1], np.zeros(3), eye)
+        held.apply([0, 0, 0, 0, 0, MAX_DROT, -1], np.zeros(3), eye)
+    assert np.allclose(axis_angle_from_mat(free.mat), [0, 0, 4 * MAX_DROT])
+    assert np.allclose(axis_angle_from_mat(held.mat), [0, 0, 0.3])
+    # a TCP that keeps up is never held back
+    tcp = held.mat.copy()
+    for _ in range(4):
+        held.apply([0, 0, 0, 0.1, 0, 0, -1], np.zeros(3), tcp)
+        tcp = held.mat.copy()
+    assert np.allclose(held.mat, mat_from_axis_angle([0.4, 0, 0]) @ mat_from_axis_angle([0, 0, 0.3]), atol=1e-9)
+
+
 def test_osc_delta_signs_frames_and_limits():
     out_max = np.array([0.05] * 3 + [0.5] * 3)
     eye = np.eye(3)
