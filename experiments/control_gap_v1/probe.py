@@ -37,7 +37,8 @@ def main() -> None:
     act = chunk_fn(state.policy, mode="mean")
     seeds = episode_seeds(args.n, 1, 0)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    out = {"commit": commit, "checkpoint": args.checkpoint, "seeds": seeds, "settings": {}}
+    out = {"commit": commit, "checkpoint": args.checkpoint, "seeds": seeds, "settings": {}, "phases": {}}
+    phases = out["phases"]
     for setting in args.settings.split(";"):
         kwargs = {} if setting == "none" else {k: float(v) for k, v in (kv.split("=") for kv in setting.split(","))}
         row = {}
@@ -45,6 +46,7 @@ def main() -> None:
             t0 = time.perf_counter()
             episodes, _ = run_task(act, "robosuite", task, seeds, adapter_kwargs=kwargs)
             row[task] = [int(e.success) for e in episodes]
+            phases.setdefault(setting, {})[task] = [e.phase for e in episodes]
             print(f"{setting} {task}: {sum(row[task])}/{len(seeds)} ({time.perf_counter() - t0:.0f} s)",
                   flush=True)
         out["settings"][setting] = row
