@@ -31,11 +31,12 @@ def main() -> None:
                     help="';'-separated adapter settings: none, or comma-separated key=number (RobosuiteAdapter keywords)")
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--n", type=int, default=25)
+    ap.add_argument("--group", type=int, default=0, help="the episodes' seed group (the evaluation's: 0)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     state = load_checkpoint(args.checkpoint)
     act = chunk_fn(state.policy, mode="mean")
-    seeds = episode_seeds(args.n, 1, 0)
+    seeds = episode_seeds(args.n, 1, args.group)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     out = {"commit": commit, "checkpoint": args.checkpoint, "seeds": seeds, "settings": {}, "phases": {}}
     phases = out["phases"]

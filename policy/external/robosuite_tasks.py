@@ -137,7 +137,8 @@ class RobosuiteAdapter(WorkerAdapter):
 
     def __init__(self, task: str, *, render: bool = False, render_size: int = 256, camera: str = "frontview",
                  action_map: str = "target", gain: float = 2.0, max_steps: int | None = None,
-                 hard_reset: bool = True, env_kwargs: dict | None = None, rot_leash: float | None = None):
+                 hard_reset: bool = True, env_kwargs: dict | None = None, rot_leash: float | None = None,
+                 settle: int = 0):
         if task not in TASKS:
             raise ValueError(f"unknown robosuite task {task!r}; valid tasks: {', '.join(TASKS)}")
         if action_map not in ("target", "delta"):
@@ -162,7 +163,8 @@ class RobosuiteAdapter(WorkerAdapter):
                 "sites": ["table_top"],
                 "render": {"camera": camera, "size": render_size} if render else None,
                 "control": {"max_dpos": MAX_DPOS, "max_drot": MAX_DROT, "leash": TARGET_LEASH, "gain": gain,
-                            "action_map": action_map, "steps_per_action": 1, "rot_leash": rot_leash},
+                            "action_map": action_map, "steps_per_action": 1, "rot_leash": rot_leash,
+                            "settle": settle},
             })["info"]
         except BaseException as exc:
             self.worker.close()
@@ -179,7 +181,7 @@ class RobosuiteAdapter(WorkerAdapter):
         # sent with every reset (steps_per_action is known only once the env is made)
         self._control = {"max_dpos": MAX_DPOS, "max_drot": MAX_DROT, "leash": TARGET_LEASH, "gain": gain,
                          "action_map": action_map, "steps_per_action": self.steps_per_action,
-                         "rot_leash": rot_leash}
+                         "rot_leash": rot_leash, "settle": int(settle)}
         self.tcp_to_gripper: np.ndarray | None = None
         self._steps, self._success, self._gripper_cmd = 0, False, -1.0
         self._pending: int | None = None

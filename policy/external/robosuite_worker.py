@@ -131,6 +131,7 @@ class Worker:
             np.random.seed(int(seed) % (2**32))
         self.env.reset()
         self._bind()
+        self._settle(int(self.control.get("settle", 0)))
         d = self.d
         R, p = d.site_xmat[self.tcp].reshape(3, 3), d.site_xpos[self.tcp]
         c = self.control
@@ -142,6 +143,19 @@ class Worker:
                     "left_finger": (d.xpos[self.finger_bodies[0]] - p) @ R,
                     "right_finger": (d.xpos[self.finger_bodies[1]] - p) @ R}
         return {"state": self._state(), "geometry": geometry, "objects": [self._static(o) for o in self.objects]}
+
+    def _settle(self, max_steps: int) -> None:
+        """robosuite places its objects above the table (Lift's cube 1 cm up) and lets them drop once the episode
+        runs; this project's scenes start at rest. With max_steps > 0, the arm holds still (a zero OSC delta: the
+        goal is where it is) and the gripper as it is (robosuite's grippers move only on a non-zero command) for
+        up to max_steps control steps, until every free object is at rest (speed < 1 cm/s, after at least one step),
+        so the first observation shows the scene as it will stand."""
+        d = self.d
+        for k in range(max_steps):
+            self.env.step(np.zeros(self.env.action_dim))
+            speeds = [np.linalg.norm(d.qvel[a : a + 3]) for a in self.obj_free if a >= 0]
+            if k >= 1 and max(speeds, default=0.0) < 0.01:
+                break
 
     def _state(self) -> dict:
         m, d, mj = self.m, self.d, self.mj

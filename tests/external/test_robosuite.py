@@ -74,6 +74,24 @@ def test_reset_seeds_are_reproducible(lift):
     assert np.allclose(a, c, atol=1e-6) and not np.allclose(a, b, atol=1e-4)
 
 
+def test_settle_starts_the_episode_with_the_cube_at_rest(lift, robosuite_available):
+    """With `settle`, the first observation shows Lift's cube resting on the table (robosuite drops it from 1 cm),
+    the arm where it started and the fingers as they were."""
+    from policy.external import make_adapter
+
+    before = lift.reset(seed=0)
+    settled = make_adapter("robosuite", "Lift", settle=10)
+    try:
+        after = settled.reset(seed=0)
+    finally:
+        settled.close()
+    cube0, cube1 = before[OBS_OBJECTS][0], after[OBS_OBJECTS][0]
+    assert cube0[2] - cube0[15] > 0.008  # unsettled: about 1 cm above its resting height
+    assert abs(cube1[2] - cube1[15]) < 0.003 and np.allclose(cube1[0:2], cube0[0:2], atol=0.003)
+    assert np.allclose(after[OBS_PROPRIO][0:3], before[OBS_PROPRIO][0:3], atol=0.005)
+    assert abs(after[OBS_PROPRIO][10] - before[OBS_PROPRIO][10]) < 0.02
+
+
 @pytest.mark.parametrize("axis,sign", [(0, 1), (0, -1), (1, 1), (1, -1), (2, 1)])
 def test_scripted_translation_moves_the_gripper_that_way(lift, axis, sign):
     obs = lift.reset(seed=1)
