@@ -162,15 +162,16 @@ class Preset:
     apart from the evaluation's) from their external evidence; a scene of this simulator resembling each failure
     (`sim.engine.proxy`) becomes its scene, so the next round's data engine aims at those modes. The external tasks
     are only evaluated, never trained on; methods without a critic only evaluate them"""
-    external_start: bool = False
+    external_start: bool = True
     """a scene resembling an external failure starts the hand where the episode's did (position, tilt, finger
-    opening: `sim.spec.RobotStart`) instead of at this simulator's home. Off by start v1's rule
-    (experiments/start_v1: demonstrations from robosuite's starts taught the policy to act from there, +34.0 ± 2.3
-    points in this simulator, but moved robosuite's success by +1.0 ± 1.1 only)"""
-    external_template: bool = False
+    opening: `sim.spec.RobotStart`) instead of at this simulator's home. On by full proxy v2's rule
+    (experiments/full_proxy_v2: proxies with the external start and task vs without, robosuite +2.75 ± 1.34 points,
+    the mirrored tasks in this simulator +44.7, the seed suite at home −2.6 ± 2.1; start alone, start v1, was
+    +1.0 ± 1.1)"""
+    external_template: bool = True
     """a scene resembling an external failure states the external task by its template of the family (the
     adapter's `template`: robosuite Lift → `pp_lift`, Stack → `st_on`, PickPlaceCan → `pp_in`, Door → `ar_open`)
-    instead of keeping its seed scene's task; off until an external-target protocol measures it"""
+    instead of keeping its seed scene's task; on with `external_start` (full proxy v2)"""
     external_probe_n: int = 8
     """episodes per external task of a round's probe (at most `max_diagnoses` failures per task are diagnosed)"""
     external_eval_n: int = 50
