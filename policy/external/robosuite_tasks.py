@@ -143,6 +143,10 @@ class RobosuiteAdapter(WorkerAdapter):
             raise ValueError(f"unknown robosuite task {task!r}; valid tasks: {', '.join(TASKS)}")
         if action_map not in ("target", "delta"):
             raise ValueError(f"action_map must be 'target' or 'delta', got {action_map!r}")
+        if rot_leash is not None and not 0 < float(rot_leash) <= np.pi:
+            raise ValueError(f"rot_leash must be an angle in (0, pi] radians or None, got {rot_leash!r}")
+        if not (float(settle) == int(settle) and 0 <= int(settle) <= 100):
+            raise ValueError(f"settle must be a whole number of control steps from 0 to 100, got {settle!r}")
         from sim.assets import category_index
 
         self.spec = TASKS[task]
@@ -164,7 +168,7 @@ class RobosuiteAdapter(WorkerAdapter):
                 "render": {"camera": camera, "size": render_size} if render else None,
                 "control": {"max_dpos": MAX_DPOS, "max_drot": MAX_DROT, "leash": TARGET_LEASH, "gain": gain,
                             "action_map": action_map, "steps_per_action": 1, "rot_leash": rot_leash,
-                            "settle": settle},
+                            "settle": int(settle)},
             })["info"]
         except BaseException as exc:
             self.worker.close()

@@ -95,6 +95,15 @@ def test_rotation_leash_bounds_the_target_lead_and_keeps_its_direction():
     assert np.allclose(held.mat, mat_from_axis_angle([0.4, 0, 0]) @ mat_from_axis_angle([0, 0, 0.3]), atol=1e-9)
 
 
+@pytest.mark.parametrize("kwargs,match", [({"rot_leash": 0.0}, "rot_leash"), ({"rot_leash": 4.0}, "rot_leash"),
+                                          ({"settle": -1}, "settle"), ({"settle": 2.5}, "settle")])
+def test_robosuite_adapter_refuses_bad_control_options_before_starting_a_worker(kwargs, match):
+    from policy.external.robosuite_tasks import RobosuiteAdapter
+
+    with pytest.raises(ValueError, match=match):
+        RobosuiteAdapter("Lift", **kwargs)
+
+
 def test_osc_delta_signs_frames_and_limits():
     out_max = np.array([0.05] * 3 + [0.5] * 3)
     eye = np.eye(3)
