@@ -55,9 +55,11 @@ def episodes(task: str, n: int, group: int) -> list[dict]:
         adapter.close()
 
 
-def proxies(task: str, eps: list[dict], base_seed: int, *, certify: bool = False) -> tuple[list, list, int]:
+def proxies(task: str, eps: list[dict], base_seed: int, *, certify: bool = False, robot: str | None = None
+            ) -> tuple[list, list, int]:
     """(full, objects) proxies of the episodes, paired by seed scene; with `certify`, a full proxy counts only when
-    the planner solves it. Returns the two lists and how many episodes had none."""
+    the planner solves it; with `robot`, both are that embodiment's (`SceneSpec.with_robot`; panda dose v1).
+    Returns the two lists and how many episodes had none."""
     family, template = S.TASKS[task], RS_TASKS[task].template
     full, objects, dropped = [], [], 0
     for k, ep in enumerate(eps):
@@ -68,10 +70,13 @@ def proxies(task: str, eps: list[dict], base_seed: int, *, certify: bool = False
                                 template=template)
             except ValueError:
                 continue
+            o = proxy_scene(seed_scene, ep["objects"], source=f"robosuite:{task}", seed=k)
+            if robot:
+                f, o = f.with_robot(robot), o.with_robot(robot)
             if certify and not planner_episode(f).success:
                 continue
             full.append(f)
-            objects.append(proxy_scene(seed_scene, ep["objects"], source=f"robosuite:{task}", seed=k))
+            objects.append(o)
             break
         else:
             dropped += 1

@@ -23,9 +23,8 @@ from policy.bench_round import _copy
 from policy.checkpoint import save_checkpoint
 from policy.config import PolicyConfig, TrainConfig
 from policy.evaluate import train_specs
-from policy.rollout import planner_demos, planner_episode
+from policy.rollout import planner_demos
 from policy.train import bc_finetune, demo_buffer, train_sft
-from sim.families import sample_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("full_proxy_v1", ROOT / "experiments" / "full_proxy_v1" / "run.py")
@@ -33,25 +32,6 @@ F = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(F)
 S = F.S
 ROBOT, BASE_DEMOS, BASE_UPDATES, MIX = "panda", 250, 6000, 250
-
-
-def panda_proxies(task: str, eps: list[dict], base_seed: int, certify: bool = False) -> list:
-    """full proxy v1's `full` proxies (the same seed scenes and tries) with the Panda; with `certify`, the first
-    try whose proxy the Panda's planner solves."""
-    out = []
-    for k, ep in enumerate(eps):
-        for j in range(F.TRIES):
-            try:
-                s = F.proxy_scene(sample_spec(S.TASKS[task], base_seed + 10 * k + j), ep["objects"],
-                                  source=f"robosuite:{task}", seed=k, start=ep["start"],
-                                  template=F.RS_TASKS[task].template).with_robot(ROBOT)
-            except ValueError:
-                continue
-            if certify and not planner_episode(s).success:
-                continue
-            out.append(s)
-            break
-    return out
 
 
 def main() -> None:
@@ -70,9 +50,10 @@ def main() -> None:
     F.say(f"seed {seed}: Panda base on {len(base_demos)} demos ({time.perf_counter() - t0:.0f} s)")
     scenes, mirror = [], []
     for task in S.TASKS:
-        scenes += panda_proxies(task, F.episodes(task, F.PER_TASK, F.TRAIN_GROUP), 300_000 + 1_000 * seed)
-        mirror += [(task, s) for s in panda_proxies(task, F.episodes(task, S.EXT_N, F.EVAL_GROUP),
-                                                   700_000 + 1_000 * seed, certify=True)]
+        scenes += F.proxies(task, F.episodes(task, F.PER_TASK, F.TRAIN_GROUP), 300_000 + 1_000 * seed,
+                            robot=ROBOT)[0]
+        mirror += [(task, s) for s in F.proxies(task, F.episodes(task, S.EXT_N, F.EVAL_GROUP),
+                                                700_000 + 1_000 * seed, certify=True, robot=ROBOT)[0]]
     dt = planner_demos(scenes)
     mix = planner_demos([s for f in families for s in train_specs(f, MIX, distribution="seed", robot=ROBOT)])
     out.update({"base_demos": len(base_demos), "dt_demos": len(dt), "proxies": len(scenes), "mix_demos": len(mix),
