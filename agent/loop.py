@@ -255,6 +255,8 @@ class CoEvolution:
         """The `start` argument of proxy_scene: the external episode's start of the hand, when the preset copies
         it (`Preset.external_start`) and it is one this simulator can start from (`sim.spec.RobotStart`)."""
         start = failure.get("start_robot")
+        if start is not None and not self.preset.external_gripper_rate:
+            start = {k: v for k, v in start.items() if k != "gripper_rate"}
         if not self.preset.external_start or start is None:
             return {}
         try:

@@ -172,6 +172,12 @@ class Preset:
     """a scene resembling an external failure states the external task by its template of the family (the
     adapter's `template`: robosuite Lift → `pp_lift`, Stack → `st_on`, PickPlaceCan → `pp_in`, Door → `ar_open`)
     instead of keeping its seed scene's task; on with `external_start` (full proxy v2)"""
+    external_gripper_rate: bool = False
+    """a scene resembling an external failure closes its fingers as slowly as the benchmark's gripper does (the
+    adapter's `gripper_rate`: robosuite's Panda 0.4 of the command per action, a full close in 5 actions;
+    `sim.spec.RobotStart.gripper_rate`; with `external_start`), so its planner demonstrations wait for the fingers;
+    off: they close at once (experiments/gripper_speed_v1: robosuite's speed imposed in the mirror costs the
+    full-proxy policies 18-30 points)"""
     external_probe_n: int = 8
     """episodes per external task of a round's probe (at most `max_diagnoses` failures per task are diagnosed)"""
     external_eval_n: int = 50
@@ -327,7 +333,7 @@ def experiment_preset(name: str, **overrides) -> Preset:
 SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demos_per_family", "sft_updates", "base_distribution", "robot",
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
-            "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_start", "external_template", "external_probe_n", "external_eval_n",
+            "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_start", "external_template", "external_gripper_rate", "external_probe_n", "external_eval_n",
             "external_eval_seeds")
 """the budget fields `--set` may change"""
 

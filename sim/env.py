@@ -148,6 +148,10 @@ class CodaEnv:
         self._steps = 0
         self._success = False
         self._state_size = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_INTEGRATION)
+        rate = None if self.spec.start is None else self.spec.start.gripper_rate
+        geo = self.compiled.gripper.geometry
+        self._finger_step = None if rate is None else rate * abs(geo.finger_squeeze - geo.finger_open) / 2.0
+        """the most the fingers' position target moves per action (m; `RobotStart.gripper_rate`), None: at once"""
 
     # --- observation layout -----------------------------------------------------------------
     def _build_obs_index(self) -> None:
@@ -246,7 +250,12 @@ class CodaEnv:
         self._gripper_cmd = float(np.clip(a[6], -1.0, 1.0))
         self.data.mocap_pos[g.mocap] = self._target_pos
         self.data.mocap_quat[g.mocap] = self._target_quat
-        self.data.ctrl[list(g.actuators)] = g.finger_target(self._gripper_cmd)
+        fingers = g.finger_target(self._gripper_cmd)
+        if self._finger_step is not None:  # a slow gripper: the target moves towards the command (the finger
+            # target held in ctrl, part of the integration state, so restores stay exact)
+            held = float(self.data.ctrl[g.actuators[0]])
+            fingers = held + float(np.clip(fingers - held, -self._finger_step, self._finger_step))
+        self.data.ctrl[list(g.actuators)] = fingers
 
     def step(self, action) -> tuple[dict, float, bool, bool, dict]:
         """One 10 Hz control step. Raises `ValueError` on a NaN, infinite or wrongly shaped action."""
@@ -283,6 +292,14 @@ class CodaEnv:
     @property
     def steps(self) -> int:
         return self._steps
+
+    def grip_wait(self, command: float) -> int:
+        """Actions the fingers' target still needs to reach `command` (0 when the fingers follow at once)."""
+        if self._finger_step is None:
+            return 0
+        g = self.compiled.gripper
+        gap = abs(g.finger_target(float(np.clip(command, -1.0, 1.0))) - float(self.data.ctrl[g.actuators[0]]))
+        return int(np.ceil(gap / self._finger_step - 1e-9))
 
     def success(self) -> bool:
         return self._success

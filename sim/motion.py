@@ -141,16 +141,21 @@ class Runner:
         return self.follow([pos], quat, grip, tol, settle, max_steps)
 
     def hold(self, grip: float, steps: int) -> None:
-        for _ in range(steps):
+        """Keep the hand still commanding `grip` until a slow gripper's fingers have reached it, then `steps`
+        actions more."""
+        for _ in range(self.env.grip_wait(grip) + steps):
             if self.done:
                 return
             self.act(np.array([0, 0, 0, 0, 0, 0, grip], dtype=np.float64))
 
     def close_on(self, name: str, max_steps: int = 3) -> None:
-        """Close the fingers until both touch `name`, and one step more to build up the grip."""
-        for _ in range(max_steps):
-            self.hold(CLOSE, 1)
-            if h.is_grasped(self.state, name):
+        """Close the fingers until both touch `name` (a slow gripper: and its fingers' command is fully closed),
+        and one step more to build up the grip."""
+        for _ in range(max_steps + self.env.grip_wait(CLOSE)):
+            if self.done:
+                return
+            self.act(np.array([0, 0, 0, 0, 0, 0, CLOSE], dtype=np.float64))
+            if h.is_grasped(self.state, name) and self.env.grip_wait(CLOSE) == 0:
                 self.hold(CLOSE, 1)
                 return
 

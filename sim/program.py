@@ -468,12 +468,15 @@ class Scene:
         trusted = [r._trusted() if type(r) is PlaceRequest else r for r in requests]
         self._builder.set_layout(*trusted, seed_layout=seed_layout)
 
-    def set_start(self, pos=None, quat=None, opening=1.0) -> None:
+    def set_start(self, pos=None, quat=None, opening=1.0, gripper_rate=None) -> None:
         """Where the hand starts: TCP position (x, y, z in metres; default home), orientation quaternion
-        (w, x, y, z; default fingers straight down, tilt at most 0.6 rad) and finger opening (1 open, 0 closed)."""
+        (w, x, y, z; default fingers straight down, tilt at most 0.6 rad) and finger opening (1 open, 0 closed);
+        `gripper_rate`: the most the fingers' command (-1 open .. 1 closed) moves per action, in (0, 2] (default:
+        at once; robosuite's Panda gripper 0.4)."""
         self._builder.set_start(pos=None if pos is None else _numbers("pos", pos, 3),
                                 quat=None if quat is None else _numbers("quat", quat, 4),
-                                opening=_numbers("opening", [opening], 1)[0])
+                                opening=_numbers("opening", [opening], 1)[0],
+                                gripper_rate=None if gripper_rate is None else _numbers("gripper_rate", [gripper_rate], 1)[0])
 
     def set_attributes(self, obj, **values) -> None:
         """α: asset, scale, mass, friction, rgba (name or 4 floats), damping, joint_range."""

@@ -225,10 +225,14 @@ class Scene:
                 raise SceneError(f"seed_layout must be in [0, {n}), got {seed_layout}")
             self._seed_layout = int(seed_layout)
 
-    def set_start(self, pos=None, quat=None, opening: float = 1.0) -> None:
+    def set_start(self, pos=None, quat=None, opening: float = 1.0, gripper_rate: float | None = None) -> None:
         """Where the hand starts: TCP position (m; default `GRIPPER_HOME`), orientation (w, x, y, z; default
-        fingers straight down, tilt at most `sim.spec.MAX_START_TILT`) and finger opening (1 open, 0 closed)."""
+        fingers straight down, tilt at most `sim.spec.MAX_START_TILT`) and finger opening (1 open, 0 closed); and,
+        given `gripper_rate`, the most its fingers' command moves per action (command units, (0, 2]; robosuite's
+        Panda gripper 0.4), else the fingers follow at once."""
         values: dict[str, Any] = {"opening": opening}
+        if gripper_rate is not None:
+            values["gripper_rate"] = gripper_rate
         if pos is not None:
             values["pos"] = pos
         if quat is not None:
@@ -363,7 +367,9 @@ def to_program(spec: SceneSpec) -> str:
             lines.append(f"scene.set_attributes({a.object}, {args})")
     if spec.start is not None:
         st = spec.start
-        lines.append(f"scene.set_start(pos={_literal(st.pos)}, quat={_literal(st.quat)}, opening={_literal(st.opening)})")
+        rate = "" if st.gripper_rate is None else f", gripper_rate={_literal(st.gripper_rate)}"
+        lines.append(f"scene.set_start(pos={_literal(st.pos)}, quat={_literal(st.quat)}, opening={_literal(st.opening)}"
+                     f"{rate})")
     return "\n".join(lines) + "\n"
 
 

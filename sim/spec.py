@@ -240,15 +240,21 @@ MAX_START_TILT = 0.6
 
 
 class RobotStart(_Frozen):
-    """Where the hand starts an episode: TCP position, orientation and finger opening. A scene without one
-    starts at `GRIPPER_HOME`, fingers down and open. External benchmarks start elsewhere (robosuite's Panda: lower,
-    tilted, half open), so a scene resembling one of their episodes starts where it did (`sim.engine.proxy`)."""
+    """Where the hand starts an episode: TCP position, orientation and finger opening — and how fast its fingers
+    follow their command. A scene without one starts at `GRIPPER_HOME`, fingers down and open, fingers following
+    at once. External benchmarks start elsewhere (robosuite's Panda: lower, tilted, half open) and close their
+    grippers over several actions (robosuite's Panda: in 5), so a scene resembling one of their episodes starts
+    where it did and closes as slowly (`sim.engine.proxy`)."""
 
     pos: tuple[float, float, float] = Field(default=GRIPPER_HOME, description="TCP position (m), table top z = 0")
     quat: tuple[float, float, float, float] = Field(
         default=(1.0, 0.0, 0.0, 0.0), description="TCP orientation (w, x, y, z); identity = fingers straight down")
     opening: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False,
                            description="finger opening, 1 open, 0 closed")
+    gripper_rate: float | None = Field(
+        default=None, gt=0.0, le=2.0, allow_inf_nan=False,
+        description="the most the fingers' command moves per action, in command units (-1 open .. 1 closed); "
+                    "omitted: at once. robosuite's Panda gripper: 0.4 (a full close in 5 actions)")
 
     @field_validator("pos")
     @classmethod
@@ -278,6 +284,20 @@ class RobotStart(_Frozen):
     @classmethod
     def _opening(cls, v: float) -> float:
         return round(v, 6)
+
+    @field_validator("gripper_rate")
+    @classmethod
+    def _rate(cls, v: float | None) -> float | None:
+        return None if v is None else round(v, 6)
+
+    @model_serializer(mode="wrap")
+    def _instant_fingers_unwritten(self, handler):
+        """Fingers that follow at once are not written: starts without a rate serialize (and hash) as before the
+        rate existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("gripper_rate") is None:
+            data.pop("gripper_rate", None)
+        return data
 
 
 class SceneSpec(_Frozen):

@@ -196,6 +196,8 @@ class WorkerAdapter(ExternalAdapter):
     worker: WorkerProcess | None
     _steps: int = 0
     _success: bool = False
+    gripper_rate: float | None = None
+    """how far the benchmark's gripper command moves per action of this project (command units); None: at once"""
 
     def render(self) -> np.ndarray:
         return self.worker.call({"cmd": "render"})["image"]
@@ -235,12 +237,14 @@ class WorkerAdapter(ExternalAdapter):
 
     def start_robot(self) -> dict:
         """Where the current episode's hand started, in this project's frame: TCP position (m), orientation
-        (w, x, y, z; identity = fingers down) and finger opening (1 open) — a `sim.spec.RobotStart`."""
+        (w, x, y, z; identity = fingers down) and finger opening (1 open), and how fast the benchmark's gripper
+        closes (`gripper_rate`, when it is slow) — a `sim.spec.RobotStart`."""
         from sim.constants import OBS_PROPRIO
 
         p = np.asarray(self._start_obs[OBS_PROPRIO], dtype=np.float64)
+        rate = self.gripper_rate
         return {"pos": [round(float(v), 4) for v in p[0:3]], "quat": [round(float(v), 4) for v in p[3:7]],
-                "opening": round(float(np.clip(p[10], 0.0, 1.0)), 4)}
+                "opening": round(float(np.clip(p[10], 0.0, 1.0)), 4), **({"gripper_rate": rate} if rate else {})}
 
     def evidence(self, rollout_id: str = ""):
         """The current episode as rollout evidence for the failure critic (`policy.external.evidence`)."""

@@ -182,6 +182,10 @@ class RobosuiteAdapter(WorkerAdapter):
             raise ValueError(f"robosuite control_freq {self.info['control_freq']} Hz is not a multiple of "
                              f"{CONTROL_HZ:g} Hz")
         self.steps_per_action = int(round(k))
+        speed = self.info.get("gripper_speed")
+        self.gripper_rate = None if speed is None else round(float(speed) * self.steps_per_action, 6)
+        """robosuite's gripper speed per action of this project, in command units ([-1, 1]; its PandaGripper
+        steps 0.2 of the command per control step, 2 per action: 0.4 = a full close in 5 actions)"""
         # sent with every reset (steps_per_action is known only once the env is made)
         self._control = {"max_dpos": MAX_DPOS, "max_drot": MAX_DROT, "leash": TARGET_LEASH, "gain": gain,
                          "action_map": action_map, "steps_per_action": self.steps_per_action,

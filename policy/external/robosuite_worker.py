@@ -60,6 +60,7 @@ class Worker:
             "ref_mat": self._ref_mat(), "base_pos": np.asarray(c.origin_pos, dtype=np.float64),
             "action_dim": int(env.action_dim), "tcp_site": self.tcp_name,
             "finger_range": np.array([self.m.jnt_range[j] for j in self.finger_joints], dtype=np.float64),
+            "gripper_speed": None if self.gripper_speed is None else float(self.gripper_speed),
             "objects": [self._static(o) for o in self.objects],
             "sites": {name: self.d.site_xpos[self._id("site", name)].copy() for name in msg.get("sites", [])
                       if self._id("site", name, missing=True) >= 0},
@@ -77,6 +78,8 @@ class Worker:
         arm = robot.arms[0]
         self.controller = robot.part_controllers[arm]
         gripper = robot.gripper[arm]
+        self.gripper_speed = getattr(gripper, "speed", None)
+        """how far the gripper's command moves per control step (robosuite's PandaGripper: 0.2); None: at once"""
         self.tcp_name = gripper.important_sites["grip_site"]
         self.tcp = self._id("site", self.tcp_name)
         prefix = gripper.naming_prefix

@@ -85,6 +85,10 @@ def test_proxy_scenes_copy_the_external_start_only_when_the_preset_says_and_it_i
     assert CoEvolution._proxy_start(off, {"start_robot": start}) == {}
     assert CoEvolution._proxy_start(on, {}) == {}  # cells recorded before the adapters reported a start
     assert CoEvolution._proxy_start(on, {"start_robot": {**start, "pos": [0.46, 0.0, 0.01]}}) == {}  # under the table
+    slow = {**start, "gripper_rate": 0.4}  # robosuite's adapter reports its gripper's speed
+    assert "gripper_rate" not in CoEvolution._proxy_start(on, {"start_robot": slow})["start"]
+    rate = SimpleNamespace(preset=get_preset("tiny", external_gripper_rate=True))
+    assert CoEvolution._proxy_start(rate, {"start_robot": slow})["start"]["gripper_rate"] == 0.4
 
 
 def test_external_table_pairs_the_same_episodes_per_seed():

@@ -65,6 +65,9 @@ def test_lift_observation_layout_and_frames(lift):
     R = mat_from_quat(proprio[3:7])
     assert R[2, 2] > 0.95 and R[0, 0] > 0.95  # fingers down, x forward: near this project's home orientation
     assert lift.steps_per_action == 2 and lift.info["control_freq"] == 20
+    # robosuite's Panda gripper steps its command 0.2 per control step: 0.4 per action, a full close in 5
+    assert lift.info["gripper_speed"] == pytest.approx(0.2) and lift.gripper_rate == pytest.approx(0.4)
+    assert lift.start_robot()["gripper_rate"] == pytest.approx(0.4)
 
 
 def test_reset_seeds_are_reproducible(lift):
