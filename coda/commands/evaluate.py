@@ -42,6 +42,10 @@ def register(sub, name: str) -> None:
     p.add_argument("--external-frame", default="base", choices=("base", "home"),
                    help="with --external metaworld: base (the Sawyer's base over this project's origin) | home (also "
                         "shifted so the hand starts over this project's gripper home; docs/EXTERNAL.md)")
+    p.add_argument("--gripper-map", default="sign", choices=("sign", "opening"),
+                   help="with --external robosuite: sign (the command passed on: robosuite's gripper moves towards "
+                        "its sign) | opening (robosuite's gripper follows the command as a finger opening, as this "
+                        "simulator's; docs/EXTERNAL.md)")
     p.add_argument("--mode", default="mean", choices=("mean", "critic"),
                    help="mean (deterministic) | critic (j=8 samples, Q-softmax; needs a checkpoint with a critic)")
     p.add_argument("--json", action="store_true")
@@ -52,8 +56,8 @@ def register(sub, name: str) -> None:
 def run(args) -> int:
     if args.external:
         return run_external(args)
-    if args.gif or args.max_steps or args.external_frame != "base":
-        raise ValueError("--gif, --max-steps and --external-frame apply to --external only")
+    if args.gif or args.max_steps or args.external_frame != "base" or args.gripper_map != "sign":
+        raise ValueError("--gif, --max-steps, --external-frame and --gripper-map apply to --external only")
     if not args.programs and not args.family:
         raise ValueError("give --family (its suites), --programs PATH... (your scene programs) or --external "
                          "BENCH:TASK,... (an external benchmark)")
@@ -95,6 +99,8 @@ def run_external(args) -> int:
     targets = parse_external(args.external)
     if args.external_frame != "base" and any(b != "metaworld" for b, _ in targets):
         raise ValueError("--external-frame applies to metaworld tasks only")
+    if args.gripper_map != "sign" and any(b != "robosuite" for b, _ in targets):
+        raise ValueError("--gripper-map applies to robosuite tasks only")
     for benchmark in dict.fromkeys(b for b, _ in targets):
         external_python(benchmark)  # one line naming scripts/setup --external when the venv is missing
     policy = Path(args.policy)
@@ -107,6 +113,8 @@ def run_external(args) -> int:
     kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
     if args.external_frame != "base":
         kwargs["frame"] = args.external_frame
+    if args.gripper_map != "sign":
+        kwargs["gripper_map"] = args.gripper_map
     out = evaluate_external(state.policy, targets, args.n, args.seeds, critic=state.critic, mode=args.mode,
                             device=state.device, workers=args.workers,
                             gif_dir=Path(args.gif) if args.gif else None, adapter_kwargs=kwargs)

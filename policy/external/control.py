@@ -113,6 +113,18 @@ class TargetTracker:
         return float(np.clip(a[6], -1.0, 1.0))
 
 
+def gripper_toward(command: float, current: float, speed: float, open_m: float, squeeze_m: float,
+                   span: float) -> float:
+    """The command to send a gripper that integrates the sign of what it is sent (robosuite's Panda gripper: its
+    own command `current` in [-1 open, 1 closed] moves `speed` per control step towards the sign) so that it
+    follows this project's command as a finger target, as this simulator's fingers do: this project's command
+    means a half opening of each finger (`open_m` at -1, `squeeze_m` at 1, metres), the external gripper's
+    command a half opening from `span` (at -1) to 0 (at 1). Returns -1, 0 (hold: within half a step) or 1."""
+    half = open_m + (squeeze_m - open_m) * (float(np.clip(command, -1.0, 1.0)) + 1.0) / 2.0
+    want = float(np.clip(1.0 - 2.0 * half / span, -1.0, 1.0))
+    return 0.0 if abs(want - current) < speed / 2 else float(np.sign(want - current))
+
+
 def osc_delta(target_pos, target_mat, tcp_pos, tcp_mat, ref_mat, out_max, gain: float = 1.0) -> np.ndarray:
     """One delta command (6,) in [-1, 1] of an OSC whose input is expressed in the frame `ref_mat` (world → ref
     rotation is ref_mat^T) and scaled by `out_max` (6,: metres, radians per unit input)."""

@@ -55,6 +55,7 @@ from sim.constants import (
     PROPRIO_DIM,
     ROLES,
 )
+from sim.robot import GRIPPER_GEOMETRY
 
 WORKER = Path(__file__).with_name("robosuite_worker.py")
 TARGET_LEASH = 0.08
@@ -126,6 +127,11 @@ TASKS: dict[str, RobosuiteTask] = {
     )
 }
 BENCHMARK = "robosuite"
+GRIPPER_MAPS = ("sign", "opening")
+"""how the gripper command reaches robosuite's gripper: `sign` passes it on (robosuite's Panda gripper moves 0.2
+per control step towards its sign: any positive command closes fully, any negative opens fully); `opening` sends
+the signs that make robosuite's gripper follow the command as a finger opening, as this simulator's fingers do
+(`policy.external.control.gripper_toward`), at robosuite's speed"""
 
 
 def task_names() -> tuple[str, ...]:
@@ -138,11 +144,13 @@ class RobosuiteAdapter(WorkerAdapter):
     def __init__(self, task: str, *, render: bool = False, render_size: int = 256, camera: str = "frontview",
                  action_map: str = "target", gain: float = 2.0, max_steps: int | None = None,
                  hard_reset: bool = True, env_kwargs: dict | None = None, rot_leash: float | None = None,
-                 settle: int = 0):
+                 settle: int = 0, gripper_map: str = "sign"):
         if task not in TASKS:
             raise ValueError(f"unknown robosuite task {task!r}; valid tasks: {', '.join(TASKS)}")
         if action_map not in ("target", "delta"):
             raise ValueError(f"action_map must be 'target' or 'delta', got {action_map!r}")
+        if gripper_map not in GRIPPER_MAPS:
+            raise ValueError(f"gripper_map must be one of {', '.join(map(repr, GRIPPER_MAPS))}, got {gripper_map!r}")
         if rot_leash is not None and not 0 < float(rot_leash) <= np.pi:
             raise ValueError(f"rot_leash must be an angle in (0, pi] radians or None, got {rot_leash!r}")
         if not (float(settle) == int(settle) and 0 <= int(settle) <= 100):
@@ -189,7 +197,8 @@ class RobosuiteAdapter(WorkerAdapter):
         # sent with every reset (steps_per_action is known only once the env is made)
         self._control = {"max_dpos": MAX_DPOS, "max_drot": MAX_DROT, "leash": TARGET_LEASH, "gain": gain,
                          "action_map": action_map, "steps_per_action": self.steps_per_action,
-                         "rot_leash": rot_leash, "settle": int(settle)}
+                         "rot_leash": rot_leash, "settle": int(settle), "gripper_map": gripper_map,
+                         "finger_open": GRIPPER_GEOMETRY.finger_open, "finger_squeeze": GRIPPER_GEOMETRY.finger_squeeze}
         self.tcp_to_gripper: np.ndarray | None = None
         self._steps, self._success, self._gripper_cmd = 0, False, -1.0
         self._pending: int | None = None

@@ -78,6 +78,7 @@ class Worker:
         arm = robot.arms[0]
         self.controller = robot.part_controllers[arm]
         gripper = robot.gripper[arm]
+        self.gripper = gripper
         self.gripper_speed = getattr(gripper, "speed", None)
         """how far the gripper's command moves per control step (robosuite's PandaGripper: 0.2); None: at once"""
         self.tcp_name = gripper.important_sites["grip_site"]
@@ -201,7 +202,12 @@ class Worker:
                                             d.site_xmat[self.tcp], ref, out_max, c.get("gain", 1.0))
                 else:
                     cmd = open_loop
-                env.step(np.concatenate([cmd * in_max, [grip]]))
+                sent = grip
+                if c.get("gripper_map") == "opening" and self.gripper_speed is not None:
+                    sent = control.gripper_toward(grip, float(np.ravel(self.gripper.current_action)[-1]),
+                                                  float(self.gripper_speed), c["finger_open"], c["finger_squeeze"],
+                                                  float(abs(np.diff(self.m.jnt_range[self.finger_joints[0]])[0])))
+                env.step(np.concatenate([cmd * in_max, [sent]]))
                 external += 1
                 self._touched |= self._touch()
                 success = bool(env._check_success())  # the benchmark's own success function

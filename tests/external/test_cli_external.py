@@ -26,6 +26,8 @@ ERRORS = [
     (["--family", "stack", "--gif", "{tmp}/g"], {}, ["--external only"]),
     (["--family", "stack", "--external-frame", "home"], {}, ["--external only"]),
     (["--external", "robosuite:Lift", "--external-frame", "home"], {}, ["--external-frame applies to metaworld"]),
+    (["--family", "stack", "--gripper-map", "opening"], {}, ["--external only"]),
+    (["--external", "metaworld:push-v3", "--gripper-map", "opening"], {}, ["--gripper-map applies to robosuite"]),
 ]
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from policy.external import parse_external
 from policy.external.control import (
+    gripper_toward,
     TargetTracker,
     axis_angle_from_mat,
     mat_from_axis_angle,
@@ -128,3 +129,20 @@ def test_parse_external_names_valid_tasks():
         parse_external("libero:x")
     with pytest.raises(ValueError, match="BENCHMARK:TASK"):
         parse_external("robosuite")
+
+
+def test_the_opening_map_steps_robosuites_gripper_towards_the_commanded_opening_and_holds_there():
+    """robosuite's gripper integrates signs (0.2 per step); the opening map sends the signs that make it follow
+    this project's command as a finger target: -1 fully open, +1 fully closed, in between the same half opening
+    of each finger in metres, held once within half a step."""
+    kw = {"speed": 0.2, "open_m": 0.045, "squeeze_m": -0.012, "span": 0.04}
+    assert gripper_toward(-1.0, 0.0, **kw) == -1 and gripper_toward(1.0, 0.0, **kw) == 1
+    assert gripper_toward(-1.0, -1.0, **kw) == 0 and gripper_toward(1.0, 1.0, **kw) == 0  # at the end: hold
+    # command -0.3: a 2.5 cm half opening, robosuite's command -0.25 (half opening 2.5 cm of its 4)
+    x, sent = 1.0, []
+    for _ in range(12):
+        step = gripper_toward(-0.3, x, **kw)
+        sent.append(step)
+        x = float(np.clip(x + 0.2 * step, -1, 1))
+    assert sent[:6] == [-1] * 6 and sent[-3:] == [0, 0, 0] and abs(x + 0.25) <= 0.1
+    assert gripper_toward(5.0, 0.0, **kw) == 1  # commands are clipped to [-1, 1] first

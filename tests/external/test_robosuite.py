@@ -123,6 +123,28 @@ def test_scripted_rotation_and_gripper_signs(lift):
     assert obs[OBS_PROPRIO][10] < 0.2 and obs[OBS_PROPRIO][11] == 1  # +1 closes (nothing between the fingers)
 
 
+def test_the_opening_map_makes_robosuites_gripper_hold_a_commanded_opening(robosuite_available):
+    """robosuite's gripper opens fully on any negative command (`sign`, the default); with `gripper_map="opening"`
+    a command of -0.3 holds the fingers at this project's half opening for it (2.5 cm per finger of robosuite's 4),
+    and +1 still closes them fully."""
+    from policy.external import make_adapter
+
+    half = {}
+    for mode in ("sign", "opening"):
+        env = make_adapter("robosuite", "Lift", gripper_map=mode)
+        try:
+            env.reset(seed=1)
+            obs, *_ = env.step_chunk(np.tile([0, 0, 0.02, 0, 0, 0, -0.3], (8, 1)))  # up, away from the cube
+            half[mode] = float(obs[OBS_PROPRIO][10])
+            obs, *_ = env.step_chunk(np.tile([0, 0, 0, 0, 0, 0, 1.0], (7, 1)))
+            assert obs[OBS_PROPRIO][10] < 0.2  # closed
+        finally:
+            env.close()
+    assert half["sign"] > 0.9 and 0.5 < half["opening"] < 0.75, half
+    with pytest.raises(ValueError, match="gripper_map must be one of 'sign', 'opening'"):
+        make_adapter("robosuite", "Lift", gripper_map="fast")
+
+
 def scripted_lift(env, obs, steps: int = 90):
     """A hand-written grasp (not learned, not robosuite's code): above the cube, down, close, up."""
     info = {"success": False}
