@@ -10,9 +10,9 @@ import pytest
 
 from policy.external import parse_external
 from policy.external.control import (
-    gripper_toward,
     TargetTracker,
     axis_angle_from_mat,
+    gripper_toward,
     mat_from_axis_angle,
     mat_from_quat,
     open_loop_delta,
