@@ -80,14 +80,15 @@ def test_proxy_scenes_copy_the_external_start_only_when_the_preset_says_and_it_i
     from agent.loop import CoEvolution
 
     start = {"pos": [0.46, 0.0, 0.22], "quat": [0.997, 0.003, -0.075, 0.008], "opening": 0.52}
-    on, off = (SimpleNamespace(preset=get_preset("tiny", external_start=v)) for v in (True, False))
+    on, off = (SimpleNamespace(preset=get_preset("tiny", external_start=v, external_gripper_rate=False))
+               for v in (True, False))
     assert CoEvolution._proxy_start(on, {"start_robot": start})["start"]["opening"] == 0.52
     assert CoEvolution._proxy_start(off, {"start_robot": start}) == {}
     assert CoEvolution._proxy_start(on, {}) == {}  # cells recorded before the adapters reported a start
     assert CoEvolution._proxy_start(on, {"start_robot": {**start, "pos": [0.46, 0.0, 0.01]}}) == {}  # under the table
     slow = {**start, "gripper_rate": 0.4}  # robosuite's adapter reports its gripper's speed
     assert "gripper_rate" not in CoEvolution._proxy_start(on, {"start_robot": slow})["start"]
-    rate = SimpleNamespace(preset=get_preset("tiny", external_gripper_rate=True))
+    rate = SimpleNamespace(preset=get_preset("tiny"))  # on by default since gripper rate v1
     assert CoEvolution._proxy_start(rate, {"start_robot": slow})["start"]["gripper_rate"] == 0.4
 
 
