@@ -46,6 +46,9 @@ def register(sub, name: str) -> None:
                    help="with --external robosuite: sign (the command passed on: robosuite's gripper moves towards "
                         "its sign) | opening (robosuite's gripper follows the command as a finger opening, as this "
                         "simulator's; docs/EXTERNAL.md)")
+    p.add_argument("--rot-gain", type=float, default=None,
+                   help="with --external robosuite: the OSC gain of the rotation, in (0, 10] (default: the "
+                        "position's, 2; docs/EXTERNAL.md)")
     p.add_argument("--mode", default="mean", choices=("mean", "critic"),
                    help="mean (deterministic) | critic (j=8 samples, Q-softmax; needs a checkpoint with a critic)")
     p.add_argument("--json", action="store_true")
@@ -56,8 +59,9 @@ def register(sub, name: str) -> None:
 def run(args) -> int:
     if args.external:
         return run_external(args)
-    if args.gif or args.max_steps or args.external_frame != "base" or args.gripper_map != "sign":
-        raise ValueError("--gif, --max-steps, --external-frame and --gripper-map apply to --external only")
+    if (args.gif or args.max_steps or args.external_frame != "base" or args.gripper_map != "sign"
+            or args.rot_gain is not None):
+        raise ValueError("--gif, --max-steps, --external-frame, --gripper-map and --rot-gain apply to --external only")
     if not args.programs and not args.family:
         raise ValueError("give --family (its suites), --programs PATH... (your scene programs) or --external "
                          "BENCH:TASK,... (an external benchmark)")
@@ -101,6 +105,12 @@ def run_external(args) -> int:
         raise ValueError("--external-frame applies to metaworld tasks only")
     if args.gripper_map != "sign" and any(b != "robosuite" for b, _ in targets):
         raise ValueError("--gripper-map applies to robosuite tasks only")
+    if args.rot_gain is not None and any(b != "robosuite" for b, _ in targets):
+        raise ValueError("--rot-gain applies to robosuite tasks only")
+    from policy.external.robosuite_tasks import MAX_GAIN
+
+    if args.rot_gain is not None and not 0 < args.rot_gain <= MAX_GAIN:
+        raise ValueError(f"--rot-gain must be in (0, {MAX_GAIN:g}], got {args.rot_gain:g}")
     for benchmark in dict.fromkeys(b for b, _ in targets):
         external_python(benchmark)  # one line naming scripts/setup --external when the venv is missing
     policy = Path(args.policy)
@@ -115,6 +125,8 @@ def run_external(args) -> int:
         kwargs["frame"] = args.external_frame
     if args.gripper_map != "sign":
         kwargs["gripper_map"] = args.gripper_map
+    if args.rot_gain is not None:
+        kwargs["rot_gain"] = args.rot_gain
     out = evaluate_external(state.policy, targets, args.n, args.seeds, critic=state.critic, mode=args.mode,
                             device=state.device, workers=args.workers,
                             gif_dir=Path(args.gif) if args.gif else None, adapter_kwargs=kwargs)

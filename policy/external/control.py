@@ -125,14 +125,15 @@ def gripper_toward(command: float, current: float, speed: float, open_m: float, 
     return 0.0 if abs(want - current) < speed / 2 else float(np.sign(want - current))
 
 
-def osc_delta(target_pos, target_mat, tcp_pos, tcp_mat, ref_mat, out_max, gain: float = 1.0) -> np.ndarray:
+def osc_delta(target_pos, target_mat, tcp_pos, tcp_mat, ref_mat, out_max, gain=1.0) -> np.ndarray:
     """One delta command (6,) in [-1, 1] of an OSC whose input is expressed in the frame `ref_mat` (world → ref
-    rotation is ref_mat^T) and scaled by `out_max` (6,: metres, radians per unit input)."""
+    rotation is ref_mat^T) and scaled by `out_max` (6,: metres, radians per unit input); `gain`: one number, or
+    six (position, then rotation)."""
     ref = np.asarray(ref_mat, dtype=np.float64).reshape(3, 3)
     out_max = np.asarray(out_max, dtype=np.float64)
     e_pos = ref.T @ (np.asarray(target_pos) - np.asarray(tcp_pos))
     e_rot = ref.T @ axis_angle_from_mat(np.asarray(target_mat).reshape(3, 3) @ np.asarray(tcp_mat).reshape(3, 3).T)
-    return np.clip(gain * np.concatenate([e_pos, e_rot]) / out_max, -1.0, 1.0)
+    return np.clip(np.asarray(gain, dtype=np.float64) * np.concatenate([e_pos, e_rot]) / out_max, -1.0, 1.0)
 
 
 def open_loop_delta(action, steps_per_action: int, ref_mat, out_max, max_dpos: float, max_drot: float

@@ -16,7 +16,8 @@ identity orientation (as this project's home) is taken.
 Actions. Each 10 Hz action moves a target exactly as this project's env does (`policy.external.control`), and at
 robosuite's 20 Hz control rate the k = 2 OSC steps per action each command `gain * error / output_max` toward it
 (OSC_POSE's default output_max: 0.05 m, 0.5 rad per unit input; input frame: the robot base, axis-aligned with the
-world in these tasks). The gripper command passes through unchanged: -1 opens, +1 closes in both.
+world in these tasks); `rot_gain` gives the rotation its own gain (a gentler turn disturbs the TCP's position
+less: docs/EXTERNAL.md, "Action mapping"). The gripper command passes through unchanged: -1 opens, +1 closes in both.
 
 Observation. Object tokens (sim.constants.OBJ_FEATURES) from robosuite's MuJoCo state: the centre of the
 object's collision-geom box and its body orientation (quaternion w, x, y, z with w >= 0), its free joint's
@@ -127,6 +128,8 @@ TASKS: dict[str, RobosuiteTask] = {
     )
 }
 BENCHMARK = "robosuite"
+MAX_GAIN = 10.0
+"""the largest OSC gain (`gain`, `rot_gain`) the adapter accepts"""
 GRIPPER_MAPS = ("sign", "opening")
 """how the gripper command reaches robosuite's gripper: `sign` passes it on (robosuite's Panda gripper moves 0.2
 per control step towards its sign: any positive command closes fully, any negative opens fully); `opening` sends
@@ -144,7 +147,7 @@ class RobosuiteAdapter(WorkerAdapter):
     def __init__(self, task: str, *, render: bool = False, render_size: int = 256, camera: str = "frontview",
                  action_map: str = "target", gain: float = 2.0, max_steps: int | None = None,
                  hard_reset: bool = True, env_kwargs: dict | None = None, rot_leash: float | None = None,
-                 settle: int = 0, gripper_map: str = "sign"):
+                 settle: int = 0, gripper_map: str = "sign", rot_gain: float | None = None):
         if task not in TASKS:
             raise ValueError(f"unknown robosuite task {task!r}; valid tasks: {', '.join(TASKS)}")
         if action_map not in ("target", "delta"):
@@ -153,10 +156,15 @@ class RobosuiteAdapter(WorkerAdapter):
             raise ValueError(f"gripper_map must be one of {', '.join(map(repr, GRIPPER_MAPS))}, got {gripper_map!r}")
         if rot_leash is not None and not 0 < float(rot_leash) <= np.pi:
             raise ValueError(f"rot_leash must be an angle in (0, pi] radians or None, got {rot_leash!r}")
+        if not 0 < float(gain) <= MAX_GAIN:
+            raise ValueError(f"gain must be in (0, {MAX_GAIN:g}], got {gain!r}")
+        if rot_gain is not None and not 0 < float(rot_gain) <= MAX_GAIN:
+            raise ValueError(f"rot_gain must be in (0, {MAX_GAIN:g}] or None (the position's gain), got {rot_gain!r}")
         if not (float(settle) == int(settle) and 0 <= int(settle) <= 100):
             raise ValueError(f"settle must be a whole number of control steps from 0 to 100, got {settle!r}")
         from sim.assets import category_index
 
+        gains = float(gain) if rot_gain is None else [float(gain)] * 3 + [float(rot_gain)] * 3
         self.spec = TASKS[task]
         self.task, self.family, self.instruction = task, self.spec.family, self.spec.instruction
         self.template = self.spec.template
@@ -174,7 +182,7 @@ class RobosuiteAdapter(WorkerAdapter):
                 "objects": [{k: v for k, v in vars(o).items() if v is not None} for o in self.objects],
                 "sites": ["table_top"],
                 "render": {"camera": camera, "size": render_size} if render else None,
-                "control": {"max_dpos": MAX_DPOS, "max_drot": MAX_DROT, "leash": TARGET_LEASH, "gain": gain,
+                "control": {"max_dpos": MAX_DPOS, "max_drot": MAX_DROT, "leash": TARGET_LEASH, "gain": gains,
                             "action_map": action_map, "steps_per_action": 1, "rot_leash": rot_leash,
                             "settle": int(settle)},
             })["info"]
@@ -195,7 +203,7 @@ class RobosuiteAdapter(WorkerAdapter):
         """robosuite's gripper speed per action of this project, in command units ([-1, 1]; its PandaGripper
         steps 0.2 of the command per control step, 2 per action: 0.4 = a full close in 5 actions)"""
         # sent with every reset (steps_per_action is known only once the env is made)
-        self._control = {"max_dpos": MAX_DPOS, "max_drot": MAX_DROT, "leash": TARGET_LEASH, "gain": gain,
+        self._control = {"max_dpos": MAX_DPOS, "max_drot": MAX_DROT, "leash": TARGET_LEASH, "gain": gains,
                          "action_map": action_map, "steps_per_action": self.steps_per_action,
                          "rot_leash": rot_leash, "settle": int(settle), "gripper_map": gripper_map,
                          "finger_open": GRIPPER_GEOMETRY.finger_open, "finger_squeeze": GRIPPER_GEOMETRY.finger_squeeze}

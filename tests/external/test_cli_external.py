@@ -28,6 +28,10 @@ ERRORS = [
     (["--external", "robosuite:Lift", "--external-frame", "home"], {}, ["--external-frame applies to metaworld"]),
     (["--family", "stack", "--gripper-map", "opening"], {}, ["--external only"]),
     (["--external", "metaworld:push-v3", "--gripper-map", "opening"], {}, ["--gripper-map applies to robosuite"]),
+    (["--family", "stack", "--rot-gain", "1"], {}, ["--external only"]),
+    (["--external", "metaworld:push-v3", "--rot-gain", "1"], {}, ["--rot-gain applies to robosuite"]),
+    (["--external", "robosuite:Lift", "--rot-gain", "0"], {}, ["--rot-gain must be in (0, 10]"]),
+    (["--external", "robosuite:Lift", "--rot-gain", "nan"], {}, ["--rot-gain must be in (0, 10]"]),
 ]
 
 

@@ -97,7 +97,9 @@ def test_rotation_leash_bounds_the_target_lead_and_keeps_its_direction():
 
 
 @pytest.mark.parametrize("kwargs,match", [({"rot_leash": 0.0}, "rot_leash"), ({"rot_leash": 4.0}, "rot_leash"),
-                                          ({"settle": -1}, "settle"), ({"settle": 2.5}, "settle")])
+                                          ({"settle": -1}, "settle"), ({"settle": 2.5}, "settle"),
+                                          ({"gain": 0.0}, "gain must be in"), ({"rot_gain": -1.0}, "rot_gain"),
+                                          ({"rot_gain": 11.0}, "rot_gain"), ({"rot_gain": float("nan")}, "rot_gain")])
 def test_robosuite_adapter_refuses_bad_control_options_before_starting_a_worker(kwargs, match):
     from policy.external.robosuite_tasks import RobosuiteAdapter
 
@@ -113,6 +115,9 @@ def test_osc_delta_signs_frames_and_limits():
     yaw = mat_from_axis_angle([0, 0, 0.1])
     assert np.allclose(osc_delta([0, 0, 0], yaw, [0, 0, 0], eye, eye, out_max), [0, 0, 0, 0, 0, 0.2])
     assert np.allclose(osc_delta([0, 0, 0], yaw, [0, 0, 0], eye, eye, out_max, gain=2.0)[5], 0.4)
+    # a gain per axis: the rotation's own (rot_gain), the position's unchanged
+    both = osc_delta([0.01, 0, 0], yaw, [0, 0, 0], eye, eye, out_max, gain=[2.0] * 3 + [0.5] * 3)
+    assert np.allclose(both, [0.4, 0, 0, 0, 0, 0.1])
     base = mat_from_axis_angle([0, 0, np.pi / 2])  # controller frame turned 90 degrees about z
     assert np.allclose(osc_delta([0.01, 0, 0], eye, [0, 0, 0], eye, base, out_max)[:3], [0, -0.2, 0], atol=1e-12)
     # open loop: the 10 Hz delta split over k external steps
