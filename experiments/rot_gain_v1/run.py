@@ -19,7 +19,7 @@ from policy.external.evaluate import episode_seeds, run_task
 from policy.rollout import chunk_fn
 
 ROOT = Path(__file__).resolve().parents[2]
-POLICIES = {"s9": ("/tmp/gmap-rate-s9.pt", "610056cb0439b16c"), "s10": ("/tmp/gmap-rate-s10.pt", "86e9a73f09873bab")}
+POLICIES = {"s9": ("/tmp/gmap-rate-s9.pt", "86e9a73f09873bab"), "s10": ("/tmp/gmap-rate-s10.pt", "610056cb0439b16c")}
 TASKS = ("Lift", "PickPlaceCan", "Stack", "Door")
 GROUP, N = 8, 50
 ARMS = {"default": {}, "rot_gain_0.5": {"rot_gain": 0.5}}
