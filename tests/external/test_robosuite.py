@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from policy.external.control import mat_from_quat
+from policy.external.control import axis_angle_from_mat, mat_from_quat
 from sim.constants import (
     MAX_OBJECTS,
     OBJ_DIM,
@@ -143,6 +143,29 @@ def test_the_opening_map_makes_robosuites_gripper_hold_a_commanded_opening(robos
     assert half["sign"] > 0.9 and 0.5 < half["opening"] < 0.75, half
     with pytest.raises(ValueError, match="gripper_map must be one of 'sign', 'opening'"):
         make_adapter("robosuite", "Lift", gripper_map="fast")
+
+
+def test_a_gentler_rotation_gain_pulls_the_grip_site_aside_less(robosuite_available):
+    """A fast roll (3 x 0.15 rad): robosuite's controller lets the orientation error pull the grip site sideways
+    (control gap v2); with `rot_gain=0.5` the site strays less and the hand still turns by most of the roll."""
+    from policy.external import make_adapter
+
+    stray, turned = {}, {}
+    for rot_gain in (None, 0.5):
+        env = make_adapter("robosuite", "Lift", **({} if rot_gain is None else {"rot_gain": rot_gain}))
+        try:
+            obs = env.reset(seed=3)
+            p0, R0 = obs[OBS_PROPRIO][0:3].copy(), mat_from_quat(obs[OBS_PROPRIO][3:7])
+            *_, info = env.step_chunk(np.tile([0, 0, 0, 0.15, 0, 0, -1], (3, 1)))
+            path = [o[OBS_PROPRIO][0:3] for o in info["observations"]]
+            obs, *_, info = env.step_chunk(np.tile([0, 0, 0, 0, 0, 0, -1], (6, 1)))
+            path += [o[OBS_PROPRIO][0:3] for o in info["observations"]]
+            stray[rot_gain] = max(float(np.linalg.norm(p - p0)) for p in path)
+            turned[rot_gain] = float(np.linalg.norm(axis_angle_from_mat(mat_from_quat(obs[OBS_PROPRIO][3:7]) @ R0.T)))
+        finally:
+            env.close()
+    assert stray[0.5] < 0.8 * stray[None], (stray, turned)
+    assert turned[None] > 0.35 and turned[0.5] > 0.35, turned
 
 
 def scripted_lift(env, obs, steps: int = 90):
