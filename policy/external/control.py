@@ -64,6 +64,35 @@ def mat_from_axis_angle(v: np.ndarray) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * (K @ K)
 
 
+SYMMETRIES = ("box", "cylinder")
+"""shapes whose orientation about their own z axis is defined only up to a turn: a box's by quarter turns, an
+upright cylinder's by any turn"""
+
+
+def symmetric_turn(quat, symmetry: str | None) -> float:
+    """The turn (rad) about an object's own z axis, one its shape cannot tell apart from no turn, that brings its
+    heading (the body x axis's direction in the world's xy plane) nearest zero: the orientation this project's
+    scenes give such objects (headings within ±0.6 rad). 0 for objects without a symmetry."""
+    if symmetry is None:
+        return 0.0
+    if symmetry not in SYMMETRIES:
+        raise ValueError(f"unknown symmetry {symmetry!r}; valid: {', '.join(SYMMETRIES)} or None")
+    R = mat_from_quat(quat)
+    heading = float(np.arctan2(R[1, 0], R[0, 0]))
+    if symmetry == "cylinder":
+        return -heading
+    return -(np.pi / 2) * round(heading / (np.pi / 2))
+
+
+def turned_about_z(quat, angle: float) -> np.ndarray:
+    """The orientation `quat` (w, x, y, z) turned by `angle` about its own z axis (w >= 0)."""
+    w, x, y, z = np.asarray(quat, dtype=np.float64)
+    c, s = np.cos(angle / 2), np.sin(angle / 2)
+    q = np.array([w * c - z * s, x * c + y * s, y * c - x * s, z * c + w * s])
+    q /= np.linalg.norm(q)
+    return q if q[0] >= 0 else -q
+
+
 def axis_angle_from_mat(R: np.ndarray) -> np.ndarray:
     """Axis-angle vector (angle in [0, pi]) of a rotation matrix."""
     q = quat_from_mat(R)

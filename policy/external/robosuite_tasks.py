@@ -78,6 +78,10 @@ class ExternalObject:
     joint: str | None = None
     """the articulation joint whose opening (qpos over its range) is the token's `opening`"""
     bbox_body: str | None = None
+    symmetry: str | None = None
+    """the turns about its own z axis the shape cannot tell apart (`policy.external.control.SYMMETRIES`): with
+    `RobosuiteAdapter(canonical_yaw=True)` its orientation is observed as the equivalent one nearest this project's
+    headings"""
 
 
 @dataclass(frozen=True)
@@ -100,20 +104,20 @@ TASKS: dict[str, RobosuiteTask] = {
     for t in (
         RobosuiteTask(
             "Lift", "pick_place", "pick up the block and hold it in the air", 100,
-            (ExternalObject("cube", "cube_main", "target", "block", free_joint="cube_joint0"),),
+            (ExternalObject("cube", "cube_main", "target", "block", free_joint="cube_joint0", symmetry="box"),),
             description="a red cube (half size 2.0-2.2 cm) on the table; success: lifted 4 cm above the table",
             template="pp_lift",
         ),
         RobosuiteTask(
             "Stack", "stack", "stack the red block on the green block", 150,
-            (ExternalObject("cubeA", "cubeA_main", "target", "block", free_joint="cubeA_joint0"),
-             ExternalObject("cubeB", "cubeB_main", "support", "block", free_joint="cubeB_joint0")),
+            (ExternalObject("cubeA", "cubeA_main", "target", "block", free_joint="cubeA_joint0", symmetry="box"),
+             ExternalObject("cubeB", "cubeB_main", "support", "block", free_joint="cubeB_joint0", symmetry="box")),
             description="red cube A (2 cm) and green cube B (2.5 cm); success: A on B and released",
             template="st_on",
         ),
         RobosuiteTask(
             "PickPlaceCan", "pick_place", "put the can in the bin", 150,
-            (ExternalObject("can", "Can_main", "target", "can", free_joint="Can_joint0"),
+            (ExternalObject("can", "Can_main", "target", "can", free_joint="Can_joint0", symmetry="cylinder"),
              ExternalObject("bin", "bin2", "receptacle", "bin")),
             description="a can in the left bin; success: in its quadrant of the right bin (the token 'bin' is that "
                         "quadrant: centre and half extents from the env's target_bin_placements and bin_size)",
@@ -147,7 +151,8 @@ class RobosuiteAdapter(WorkerAdapter):
     def __init__(self, task: str, *, render: bool = False, render_size: int = 256, camera: str = "frontview",
                  action_map: str = "target", gain: float = 2.0, max_steps: int | None = None,
                  hard_reset: bool = True, env_kwargs: dict | None = None, rot_leash: float | None = None,
-                 settle: int = 0, gripper_map: str = "sign", rot_gain: float | None = None):
+                 settle: int = 0, gripper_map: str = "sign", rot_gain: float | None = None,
+                 canonical_yaw: bool = False):
         if task not in TASKS:
             raise ValueError(f"unknown robosuite task {task!r}; valid tasks: {', '.join(TASKS)}")
         if action_map not in ("target", "delta"):
@@ -165,6 +170,10 @@ class RobosuiteAdapter(WorkerAdapter):
         from sim.assets import category_index
 
         gains = float(gain) if rot_gain is None else [float(gain)] * 3 + [float(rot_gain)] * 3
+        self.canonical_yaw = bool(canonical_yaw)
+        """observe symmetric objects (a cube, a can) turned about their own axis to the equivalent orientation
+        nearest this project's headings (robosuite yaws them anywhere in a full turn at reset; this project's
+        scenes within ±0.6 rad), fixed for the episode at reset"""
         self.spec = TASKS[task]
         self.task, self.family, self.instruction = task, self.spec.family, self.spec.instruction
         self.template = self.spec.template
@@ -210,6 +219,7 @@ class RobosuiteAdapter(WorkerAdapter):
         self.tcp_to_gripper: np.ndarray | None = None
         self._steps, self._success, self._gripper_cmd = 0, False, -1.0
         self._pending: int | None = None
+        self._turns: dict[int, float] = {}
 
     # --- frames ---------------------------------------------------------------------------------------
     def _origin(self, attrs: dict) -> np.ndarray:
@@ -240,6 +250,7 @@ class RobosuiteAdapter(WorkerAdapter):
         if self.tcp_to_gripper is None:
             self.tcp_to_gripper = self.gripper_frame(out["geometry"], state["tcp_mat"])
         self._static_tokens(out["objects"], attrs, state)
+        self._turns = self._symmetric_turns(state)
         self._steps, self._success, self._gripper_cmd = 0, False, -1.0
         from policy.external.phases import PhaseTracker
 
@@ -266,6 +277,22 @@ class RobosuiteAdapter(WorkerAdapter):
                 static[i, 13:16] = [size[0] / 4, size[1] / 4, info["half_extent"][2]]
         self._static = static
 
+    def _symmetric_turns(self, state: dict) -> dict[int, float]:
+        """Per symmetric object (with `canonical_yaw`), the turn about its own z axis it is observed with for the
+        episode; a box turned by an odd number of quarter turns has its x and y half extents swapped."""
+        from policy.external.control import symmetric_turn
+
+        if not self.canonical_yaw:
+            return {}
+        turns = {}
+        for i, o in enumerate(self.objects):
+            angle = symmetric_turn(state["obj_quat"][i], o.symmetry)
+            if angle:
+                turns[i] = angle
+                if o.symmetry == "box" and round(angle / (np.pi / 2)) % 2:
+                    self._static[i, [13, 14]] = self._static[i, [14, 13]]
+        return turns
+
     def _observe(self, s: dict) -> dict:
         from sim.env import make_observation
 
@@ -279,6 +306,12 @@ class RobosuiteAdapter(WorkerAdapter):
         quat = np.asarray(s["obj_quat"], dtype=np.float64)
         tokens[:n, 3:7] = quat * np.where(quat[:, :1] < 0, -1.0, 1.0)  # the same rotation, w >= 0
         tokens[:n, 7:13] = s["obj_qvel"]
+        if self._turns:
+            from policy.external.control import mat_from_axis_angle, turned_about_z
+
+            for i, angle in self._turns.items():
+                tokens[i, 3:7] = turned_about_z(tokens[i, 3:7], angle)
+                tokens[i, 10:13] = mat_from_axis_angle([0.0, 0.0, angle]).T @ tokens[i, 10:13]  # body-frame spin
         tokens[:n, 16:19] = tokens[:n, 0:3] - tcp
         for i, (lo, hi) in self._joint_range.items():
             tokens[i, 19] = (float(s["obj_joint"][i]) - lo) / (hi - lo)

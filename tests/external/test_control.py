@@ -18,6 +18,8 @@ from policy.external.control import (
     open_loop_delta,
     osc_delta,
     quat_from_mat,
+    symmetric_turn,
+    turned_about_z,
 )
 from policy.external.protocol import ProtocolError, decode, encode, read_message, write_message
 from sim.constants import MAX_DPOS, MAX_DROT, WORKSPACE_HIGH, WORKSPACE_LOW
@@ -151,3 +153,22 @@ def test_the_opening_map_steps_robosuites_gripper_towards_the_commanded_opening_
         x = float(np.clip(x + 0.2 * step, -1, 1))
     assert sent[:6] == [-1] * 6 and sent[-3:] == [0, 0, 0] and abs(x + 0.25) <= 0.1
     assert gripper_toward(5.0, 0.0, **kw) == 1  # commands are clipped to [-1, 1] first
+
+
+@pytest.mark.parametrize("heading", [0.3, -0.5, 0.9, 2.11, -2.6, np.pi])
+def test_symmetric_turns_bring_a_box_or_cylinder_to_the_nearest_equivalent_heading(heading):
+    q = quat_from_mat(mat_from_axis_angle([0, 0, heading]) @ mat_from_axis_angle([0.05, 0, 0]))  # slightly tipped
+    box = symmetric_turn(q, "box")
+    assert np.isclose(box / (np.pi / 2), round(box / (np.pi / 2)))  # whole quarter turns only
+    R = mat_from_quat(turned_about_z(q, box))
+    assert abs(np.arctan2(R[1, 0], R[0, 0])) <= np.pi / 4 + 1e-3
+    # the same body turned about its own z axis: the axis itself does not move
+    assert np.allclose(R[:, 2], mat_from_quat(q)[:, 2])
+    R = mat_from_quat(turned_about_z(q, symmetric_turn(q, "cylinder")))
+    assert abs(np.arctan2(R[1, 0], R[0, 0])) < 1e-3  # exactly 0 for an upright body; this one is tipped
+    assert symmetric_turn(q, None) == 0.0
+
+
+def test_an_unknown_symmetry_is_refused():
+    with pytest.raises(ValueError, match="valid: box, cylinder"):
+        symmetric_turn([1, 0, 0, 0], "sphere")

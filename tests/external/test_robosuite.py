@@ -168,6 +168,37 @@ def test_a_gentler_rotation_gain_pulls_the_grip_site_aside_less(robosuite_availa
     assert turned[None] > 0.35 and turned[0.5] > 0.35, turned
 
 
+@pytest.mark.parametrize("task", ["Lift", "Stack"])
+def test_canonical_yaw_observes_the_same_cubes_turned_to_the_nearest_heading(robosuite_available, task):
+    """robosuite yaws its cubes anywhere in a full turn; with `canonical_yaw` each is observed by the quarter turn
+    about its own axis that brings its heading within ±45° (half extents swapped with an odd number of quarter
+    turns), the same for the whole episode; positions and everything else are unchanged."""
+    from policy.external import make_adapter
+
+    raw_env, env = make_adapter("robosuite", task), make_adapter("robosuite", task, canonical_yaw=True)
+    try:
+        turned = 0
+        for seed in range(6):
+            raw, obs = raw_env.reset(seed=seed)[OBS_OBJECTS], env.reset(seed=seed)[OBS_OBJECTS]
+            for i in range(2 if task == "Stack" else 1):
+                Rr, Rc = mat_from_quat(raw[i, 3:7]), mat_from_quat(obs[i, 3:7])
+                assert abs(np.arctan2(Rc[1, 0], Rc[0, 0])) <= np.pi / 4 + 1e-4
+                turn = np.arctan2((Rr.T @ Rc)[1, 0], (Rr.T @ Rc)[0, 0])  # about the body's own z axis
+                assert np.isclose(turn / (np.pi / 2), round(turn / (np.pi / 2)), atol=1e-4)
+                odd = round(turn / (np.pi / 2)) % 2
+                assert np.allclose(obs[i, 13:15], raw[i, 13:15][::-1] if odd else raw[i, 13:15])
+                turned += abs(turn) > 1e-3
+            for cols in (np.s_[0:3], np.s_[7:10], np.s_[15:]):  # positions, velocities, heights, roles: unchanged
+                assert np.array_equal(obs[:, cols], raw[:, cols])
+        assert turned > 0  # robosuite's yaws reach beyond ±45° in six episodes
+        obs, *_ = env.step_chunk(np.tile([0, 0, 0.01, 0, 0, 0, -1], (2, 1)))
+        raw, *_ = raw_env.step_chunk(np.tile([0, 0, 0.01, 0, 0, 0, -1], (2, 1)))
+        assert np.allclose(obs[OBS_OBJECTS][:, 0:3], raw[OBS_OBJECTS][:, 0:3])
+    finally:
+        raw_env.close()
+        env.close()
+
+
 def scripted_lift(env, obs, steps: int = 90):
     """A hand-written grasp (not learned, not robosuite's code): above the cube, down, close, up."""
     info = {"success": False}
