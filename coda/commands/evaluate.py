@@ -49,9 +49,10 @@ def register(sub, name: str) -> None:
     p.add_argument("--rot-gain", type=float, default=None,
                    help="with --external robosuite: the OSC gain of the rotation, in (0, 10] (default: the "
                         "position's, 2; docs/EXTERNAL.md)")
-    p.add_argument("--canonical-yaw", action="store_true",
-                   help="with --external robosuite: observe a cube or can turned about its own axis to the equivalent "
-                        "orientation nearest this project's headings (docs/EXTERNAL.md)")
+    p.add_argument("--object-yaw", default=None, choices=("raw", "canonical"),
+                   help="with --external robosuite: raw (robosuite's quaternions, the default) | canonical (a cube or "
+                        "can observed turned about its own axis to the equivalent orientation nearest this "
+                        "project's headings; docs/EXTERNAL.md)")
     p.add_argument("--mode", default="mean", choices=("mean", "critic"),
                    help="mean (deterministic) | critic (j=8 samples, Q-softmax; needs a checkpoint with a critic)")
     p.add_argument("--json", action="store_true")
@@ -63,8 +64,8 @@ def run(args) -> int:
     if args.external:
         return run_external(args)
     if (args.gif or args.max_steps or args.external_frame != "base" or args.gripper_map != "sign"
-            or args.rot_gain is not None or args.canonical_yaw):
-        raise ValueError("--gif, --max-steps, --external-frame, --gripper-map, --rot-gain and --canonical-yaw apply "
+            or args.rot_gain is not None or args.object_yaw is not None):
+        raise ValueError("--gif, --max-steps, --external-frame, --gripper-map, --rot-gain and --object-yaw apply "
                          "to --external only")
     if not args.programs and not args.family:
         raise ValueError("give --family (its suites), --programs PATH... (your scene programs) or --external "
@@ -111,8 +112,8 @@ def run_external(args) -> int:
         raise ValueError("--gripper-map applies to robosuite tasks only")
     if args.rot_gain is not None and any(b != "robosuite" for b, _ in targets):
         raise ValueError("--rot-gain applies to robosuite tasks only")
-    if args.canonical_yaw and any(b != "robosuite" for b, _ in targets):
-        raise ValueError("--canonical-yaw applies to robosuite tasks only")
+    if args.object_yaw is not None and any(b != "robosuite" for b, _ in targets):
+        raise ValueError("--object-yaw applies to robosuite tasks only")
     from policy.external.robosuite_tasks import MAX_GAIN
 
     if args.rot_gain is not None and not 0 < args.rot_gain <= MAX_GAIN:
@@ -133,8 +134,8 @@ def run_external(args) -> int:
         kwargs["gripper_map"] = args.gripper_map
     if args.rot_gain is not None:
         kwargs["rot_gain"] = args.rot_gain
-    if args.canonical_yaw:
-        kwargs["canonical_yaw"] = True
+    if args.object_yaw is not None:
+        kwargs["canonical_yaw"] = args.object_yaw == "canonical"
     out = evaluate_external(state.policy, targets, args.n, args.seeds, critic=state.critic, mode=args.mode,
                             device=state.device, workers=args.workers,
                             gif_dir=Path(args.gif) if args.gif else None, adapter_kwargs=kwargs)

@@ -32,8 +32,8 @@ ERRORS = [
     (["--external", "metaworld:push-v3", "--rot-gain", "1"], {}, ["--rot-gain applies to robosuite"]),
     (["--external", "robosuite:Lift", "--rot-gain", "0"], {}, ["--rot-gain must be in (0, 10]"]),
     (["--external", "robosuite:Lift", "--rot-gain", "nan"], {}, ["--rot-gain must be in (0, 10]"]),
-    (["--family", "stack", "--canonical-yaw"], {}, ["--external only"]),
-    (["--external", "metaworld:push-v3", "--canonical-yaw"], {}, ["--canonical-yaw applies to robosuite"]),
+    (["--family", "stack", "--object-yaw", "canonical"], {}, ["--external only"]),
+    (["--external", "metaworld:push-v3", "--object-yaw", "raw"], {}, ["--object-yaw applies to robosuite"]),
 ]
 
 
