@@ -170,12 +170,12 @@ def test_a_gentler_rotation_gain_pulls_the_grip_site_aside_less(robosuite_availa
 
 @pytest.mark.parametrize("task", ["Lift", "Stack"])
 def test_canonical_yaw_observes_the_same_cubes_turned_to_the_nearest_heading(robosuite_available, task):
-    """robosuite yaws its cubes anywhere in a full turn; with `canonical_yaw` each is observed by the quarter turn
-    about its own axis that brings its heading within ±45° (half extents swapped with an odd number of quarter
-    turns), the same for the whole episode; positions and everything else are unchanged."""
+    """robosuite yaws its cubes anywhere in a full turn; with `canonical_yaw` (the default) each is observed by the
+    quarter turn about its own axis that brings its heading within ±45° (half extents swapped with an odd number of
+    quarter turns), the same for the whole episode; positions and everything else are unchanged."""
     from policy.external import make_adapter
 
-    raw_env, env = make_adapter("robosuite", task), make_adapter("robosuite", task, canonical_yaw=True)
+    raw_env, env = make_adapter("robosuite", task, canonical_yaw=False), make_adapter("robosuite", task)
     try:
         turned = 0
         for seed in range(6):
