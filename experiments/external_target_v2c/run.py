@@ -2,7 +2,7 @@
 50 per task) with the adapter's defaults (canonical yaw).
 
     OMP_NUM_THREADS=1 .venv/bin/python experiments/external_target_v2c/run.py --seeds 9,10,11 \
-        --out experiments/external_target_v2c/raw.json
+        --v2 /work/main/experiments/external_target_v2 --out /work/main/experiments/external_target_v2c/raw.json
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from policy.external.evaluate import episode_seeds, run_task
 from policy.rollout import chunk_fn
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = ROOT / "experiments" / "external_target_v2" / "runs"
 METHODS = ("sft", "success_guided", "coda")
 TASKS = ("Lift", "Stack", "PickPlaceCan", "Door")
 GROUP, N = 0, 50
@@ -33,6 +32,9 @@ def say(msg: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="9,10,11")
+    ap.add_argument("--v2", default=str(ROOT / "experiments" / "external_target_v2"),
+                    help="external target v2's folder (its ignored runs/ hold the checkpoints: give the main checkout's "
+                         "when running from a snapshot)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
@@ -43,13 +45,14 @@ def main() -> None:
     if commit not in out["commits"]:
         out["commits"].append(commit)
     episodes = episode_seeds(N, 1, GROUP)
+    v2 = Path(args.v2)
     for seed in [int(s) for s in args.seeds.split(",") if s]:
         for method in METHODS:
             cell = f"{method}-s{seed}"
             if cell in out["cells"]:
                 continue
-            ckpt = RUNS / cell / "checkpoints" / "latest.pt"
-            if not ckpt.is_file() or not (ROOT / "experiments" / "external_target_v2" / "cells" / f"{cell}.json").is_file():
+            ckpt = v2 / "runs" / cell / "checkpoints" / "latest.pt"
+            if not ckpt.is_file() or not (v2 / "cells" / f"{cell}.json").is_file():
                 say(f"{cell}: no finished cell yet, skipped")
                 continue
             act = chunk_fn(load_checkpoint(ckpt).policy, mode="mean")
