@@ -23,8 +23,8 @@ def paired(d: np.ndarray) -> dict:
 
 
 def main() -> None:
-    raw = json.loads((HERE / "raw.json").read_text())
-    tasks, cells = raw["tasks"], raw["cells"]
+    raws = [json.loads(p.read_text()) for p in sorted(HERE.glob("raw*.json"))]  # raw.json, raw-s11.json, ...
+    tasks, cells = raws[0]["tasks"], {k: v for r in raws for k, v in r["cells"].items()}
     seeds = sorted({c["seed"] for c in cells.values() if all(f"{m}-s{c['seed']}" in cells for m in METHODS)})
     ep = {(m, s): np.asarray([x for t in tasks for x in cells[f"{m}-s{s}"]["robosuite"][t]], dtype=float)
           for m in METHODS for s in seeds}
