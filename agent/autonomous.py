@@ -138,10 +138,13 @@ def external_step(preset: Preset) -> str:
             f"after the last, `trainer: evaluate_external` them (n {preset.external_eval_n}) and report the "
             f"success rates. After each round but the last, `trainer: evaluate_external` with evidence true, n "
             f"{preset.external_probe_n} and first_group 10 + the round; for each failure (at most "
-            f"{preset.max_diagnoses} per task) decide its factor, phase and cause from its evidence, make a scene "
-            "resembling it with `sim: sample_scene` of the task's family and `sim: proxy_scene` (its spec from `sim: get_scene`, objects = the "
-            "failure's start), `sim: create_scene` and `verifier: verify_scene` it, record it, and "
-            "`memory: record_diagnosis` on that scene, so the next round's allocation aims at those modes.\n")
+            f"{preset.external_proxies or preset.max_diagnoses} per task) decide its factor, phase and cause from its "
+            "evidence, make a scene resembling it with `sim: sample_scene` of the task's family and `sim: proxy_scene` "
+            "(its spec from `sim: get_scene`, objects = the failure's start), `sim: create_scene` and "
+            "`verifier: verify_scene` it, record it, and `memory: record_diagnosis` on that scene, so the next "
+            "round's allocation aims at those modes."
+            + (" In every later round's `trainer: start_training`, add those scenes to `demo_scene_ids` (planner "
+               "demonstrations on them)." if preset.external_dt else "") + "\n")
 
 
 def run_autonomous(hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id: str, *, max_turns: int = 60,

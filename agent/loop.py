@@ -207,7 +207,7 @@ class CoEvolution:
         rows = self.external_eval(p.external_probe_n, 1, first_group=EXTERNAL_PROBE_GROUP + r, evidence=True)
         mode_scenes, out = self.state.get("mode_scenes", {}), []
         for t, row in enumerate(rows):
-            for k, failure in enumerate(row.get("failures", [])[: p.max_diagnoses]):
+            for k, failure in enumerate(row.get("failures", [])[: p.external_proxies or p.max_diagnoses]):
                 try:
                     d = self.roles.critic.diagnose(Evidence.model_validate(failure["evidence"]))
                 except Exception as exc:  # noqa: BLE001 - a role failure skips this episode, the round goes on
@@ -854,7 +854,8 @@ class CoEvolution:
             args["bc_successes"] = bool(args["policy_updates"])
         else:  # the scenes of modes routed to BC
             planned = self._bc_scenes(compiled)
-        planned += self.execution_scenes(r)  # execution modes: BC on their scenes, never scene variants
+        proxies = self.external_dt_scenes(r)
+        planned += proxies + self.execution_scenes(r)  # execution modes: BC on their scenes, never scene variants
         bc_scenes = list(dict.fromkeys(planned))[: 4 * MAX_BATCH] if args["policy_updates"] else []
         if bc_scenes:
             args["demo_scene_ids"] = bc_scenes
@@ -874,7 +875,15 @@ class CoEvolution:
         return {**info, "rollouts_used": len(args["rollout_ids"]), "fresh_potentials": len(fresh),
                 "reused_potentials": len(reused), "policy_updates": args["policy_updates"],
                 "critic_updates": critic_updates,
-                "bc_scenes": len(bc_scenes), "args_digest": digest}
+                "bc_scenes": len(bc_scenes), "external_dt_scenes": len(proxies), "args_digest": digest}
+
+    def external_dt_scenes(self, r: int) -> list[str]:
+        """The scenes resembling external failures that join round r's D_t (`Preset.external_dt`): those of every
+        probe before round r, newest first."""
+        if not (self.preset.external_dt and self.preset.external):
+            return []
+        probes = [self.state.result(f"r{k}.external") for k in range(r - 1, -1, -1) if self.state.done(f"r{k}.external")]
+        return list(dict.fromkeys(d["scene_id"] for probe in probes for d in probe.get("diagnoses", [])))
 
     def _dt_scenes(self, rollouts: list[dict]) -> list[str]:
         """The scenes of a round's D_t: every accepted environment with rollouts, or (`dt_failed`) those where

@@ -179,7 +179,13 @@ class Preset:
     off: they close at once. On by gripper rate v1's rule (experiments/gripper_rate_v1: the same full proxies with
     the rate vs without, robosuite +2.88 ± 0.88 points, Lift 8 → 20.5 %, the seed suite at home −3.9 ± 2.1)"""
     external_probe_n: int = 8
-    """episodes per external task of a round's probe (at most `max_diagnoses` failures per task are diagnosed)"""
+    """episodes per external task of a round's probe (at most `external_proxies` failures per task are diagnosed)"""
+    external_proxies: int = 0
+    """failures per external task of a probe that are diagnosed and get a scene resembling them (0: `max_diagnoses`)"""
+    external_dt: bool = False
+    """the verified scenes resembling earlier probes' failures (`external_targets`) join a round's D_t: the planner's
+    demonstrations on them, as on the round's own accepted environments (off: they only seed their modes'
+    variants). The external tasks themselves are still never trained on: the scenes are this simulator's"""
     external_eval_n: int = 50
     """episodes per external task and seed group of the evaluations before and after"""
     external_eval_seeds: int = 1
@@ -213,6 +219,8 @@ class Preset:
         for name in ("external_probe_n", "external_eval_n", "external_eval_seeds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.external_proxies < 0:
+            raise ValueError(f"external_proxies must be >= 0 (0: max_diagnoses), got {self.external_proxies}")
         external_tasks(self.external)  # the syntax; the trainer checks the benchmarks' task names
         if self.base_distribution not in DISTRIBUTIONS:
             raise ValueError(f"base_distribution must be one of {', '.join(DISTRIBUTIONS)}, "
@@ -334,7 +342,7 @@ SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demo
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
             "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_start", "external_template", "external_gripper_rate", "external_probe_n", "external_eval_n",
-            "external_eval_seeds")
+            "external_eval_seeds", "external_proxies", "external_dt")
 """the budget fields `--set` may change"""
 
 

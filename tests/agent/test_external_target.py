@@ -21,6 +21,25 @@ def test_external_tasks_are_parsed_and_checked():
         get_preset("tiny", external="robosuite")
     with pytest.raises(ValueError, match="external_probe_n must be >= 1"):
         get_preset("tiny", external="robosuite:Lift", external_probe_n=0)
+    with pytest.raises(ValueError, match="external_proxies must be >= 0"):
+        get_preset("tiny", external="robosuite:Lift", external_proxies=-1)
+
+
+def test_external_dt_takes_every_earlier_probes_scenes_only_when_the_preset_says(tmp_path):
+    from types import SimpleNamespace
+
+    from agent.loop import CoEvolution
+    from agent.runstate import RunState
+
+    state = RunState(tmp_path)
+    state.step("r0.external", lambda: {"diagnoses": [{"scene_id": "a"}, {"scene_id": "b"}, {"scene_id": "a"}]})
+    state.step("r1.external", lambda: {"diagnoses": [{"scene_id": "c"}]})
+    on = SimpleNamespace(preset=get_preset("tiny", external="robosuite:Lift", external_dt=True), state=state)
+    assert CoEvolution.external_dt_scenes(on, 0) == []  # no probe before the first round
+    assert CoEvolution.external_dt_scenes(on, 1) == ["a", "b"]
+    assert CoEvolution.external_dt_scenes(on, 2) == ["c", "a", "b"]  # newest first, each scene once
+    off = SimpleNamespace(preset=get_preset("tiny", external="robosuite:Lift"), state=state)
+    assert CoEvolution.external_dt_scenes(off, 2) == []  # off by default: proxies only seed their modes' variants
 
 
 @pytest.mark.parametrize("target, says", [
@@ -45,7 +64,8 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
         pytest.skip(f"no external venv with robosuite at {external_venv()} (run scripts/setup --external)")
     cmd = [sys.executable, "-m", "coda.cli", "run", "--preset", "tiny", "--rounds", "2", "--families",
            "pick_place,stack", "--target", "external:robosuite:Lift,Stack", "--set",
-           "external_eval_n=3,external_probe_n=3,external_start=true,external_template=true", "--runs-dir", str(tmp_path), "--name", "ext", "--json"]
+           "external_eval_n=3,external_probe_n=3,external_start=true,external_template=true,external_proxies=2,"
+           "external_dt=true", "--runs-dir", str(tmp_path), "--name", "ext", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
@@ -60,7 +80,7 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
     probe = steps["r0.external"]["result"]
     assert {s["suite"] for s in probe["suites"]} == set(before)
     failures = sum(round(s["n"] * (1 - s["success_rate"])) for s in probe["suites"])
-    assert len(probe["diagnoses"]) == min(failures, 2 * 3)  # max_diagnoses 3 per task; every one has a scene
+    assert len(probe["diagnoses"]) == min(failures, 2 * 2)  # external_proxies 2 per task; every one has a scene
     scenes = {p.stem for p in (tmp_path / "ext" / "scenes").glob("*.json")}
     for d in probe["diagnoses"]:
         assert d["scene_id"] in scenes and d["mode_id"] in state["mode_scenes"]
@@ -72,6 +92,9 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
     allocated = set(steps["r1.allocate"]["result"]["per_mode"]) | set(steps["r1.allocate"]["result"].get(
         "replay_per_mode", {}))
     assert {d["mode_id"] for d in probe["diagnoses"]} & allocated
+    # and with external_dt the probe's scenes are in round 2's D_t
+    assert steps["r1.train"]["result"]["external_dt_scenes"] == len({d["scene_id"] for d in probe["diagnoses"]})
+    assert steps["r0.train"]["result"]["external_dt_scenes"] == 0
 
 
 def test_proxy_scenes_copy_the_external_start_only_when_the_preset_says_and_it_is_valid():
@@ -169,3 +192,6 @@ def test_the_autonomous_round_prompt_names_the_external_steps_only_with_targets(
     with_targets = prompt(get_preset("tiny", external="robosuite:Lift,Door"))
     assert "robosuite:Lift, robosuite:Door" in with_targets and "`sim: proxy_scene`" in with_targets
     assert "evaluate_external" not in prompt(get_preset("tiny"))
+    assert "demo_scene_ids" not in with_targets  # external_dt off: the scenes only seed their modes
+    dt = prompt(get_preset("tiny", external="robosuite:Lift", external_dt=True, external_proxies=5))
+    assert "add those scenes to `demo_scene_ids`" in dt and "at most 5 per task" in dt
