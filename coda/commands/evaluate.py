@@ -50,9 +50,9 @@ def register(sub, name: str) -> None:
                    help="with --external robosuite: the OSC gain of the rotation, in (0, 10] (default: the "
                         "position's, 2; docs/EXTERNAL.md)")
     p.add_argument("--object-yaw", default=None, choices=("raw", "canonical"),
-                   help="with --external robosuite: canonical (the default: a cube or can observed turned about its "
-                        "own axis to the equivalent orientation nearest this project's headings) | raw (robosuite's "
-                        "quaternions; docs/EXTERNAL.md)")
+                   help="with --external: canonical (robosuite's default: a cube, can or puck observed turned about "
+                        "its own axis to the equivalent orientation nearest this project's headings) | raw (the "
+                        "benchmark's quaternions, in this project's axes; Meta-World's default; docs/EXTERNAL.md)")
     p.add_argument("--mode", default="mean", choices=("mean", "critic"),
                    help="mean (deterministic) | critic (j=8 samples, Q-softmax; needs a checkpoint with a critic)")
     p.add_argument("--json", action="store_true")
@@ -112,8 +112,6 @@ def run_external(args) -> int:
         raise ValueError("--gripper-map applies to robosuite tasks only")
     if args.rot_gain is not None and any(b != "robosuite" for b, _ in targets):
         raise ValueError("--rot-gain applies to robosuite tasks only")
-    if args.object_yaw is not None and any(b != "robosuite" for b, _ in targets):
-        raise ValueError("--object-yaw applies to robosuite tasks only")
     from policy.external.robosuite_tasks import MAX_GAIN
 
     if args.rot_gain is not None and not 0 < args.rot_gain <= MAX_GAIN:

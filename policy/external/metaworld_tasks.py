@@ -61,6 +61,7 @@ from sim.constants import (
     MAX_DROT,
     MAX_OBJECTS,
     OBJ_DIM,
+    OBS_OBJECTS,
     OBS_PROPRIO,
     PROPRIO_DIM,
     ROLES,
@@ -100,6 +101,9 @@ class MetaWorldObject:
     """degrees about the body's z that turn Meta-World's body frame into this project's asset convention (an
     articulated asset's handle side along its local -x): the token's quaternion and half extents use the turned
     frame"""
+    symmetry: str | None = None
+    """the shape's symmetry about its own z (`policy.external.control.SYMMETRIES`): with
+    `MetaWorldAdapter(canonical_yaw=True)` it is observed at the equivalent heading nearest this project's"""
 
 
 @dataclass(frozen=True)
@@ -118,8 +122,9 @@ class MetaWorldTask:
     a puck brought to a point)"""
 
 
-_PUCK = MetaWorldObject("puck", "target", "cylinder_block", body="obj", pos="main", free_joint="objjoint")
-_GOAL = MetaWorldObject("goal", "receptacle", "plate", pos="goal")
+_PUCK = MetaWorldObject("puck", "target", "cylinder_block", body="obj", pos="main", free_joint="objjoint",
+                        symmetry="cylinder")
+_GOAL = MetaWorldObject("goal", "receptacle", "plate", pos="goal", symmetry="cylinder")  # a point: any heading
 TASKS: dict[str, MetaWorldTask] = {
     t.name: t
     for t in (
@@ -167,12 +172,16 @@ class MetaWorldAdapter(WorkerAdapter):
 
     def __init__(self, task: str, *, render: bool = False, render_size: int = 256, camera: str = "corner",
                  turn_image: bool = True, action_map: str = "target", max_steps: int | None = None, seed: int = 0,
-                 frame: str = "base"):
+                 frame: str = "base", canonical_yaw: bool = False):
         if task not in TASKS:
             raise ValueError(f"unknown metaworld task {task!r}; valid tasks: {', '.join(TASKS)}")
         if frame not in FRAMES:
             raise ValueError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
         self.frame = frame
+        self.canonical_yaw = bool(canonical_yaw)
+        """observe symmetric objects (the puck, the goal point) turned about their own z to the equivalent heading
+        nearest this project's (within ±0.6 rad), fixed for the episode at reset: Meta-World never turns its puck,
+        but its axes are this project's turned by 90° (`FRAME`), so its puck is observed at -90° otherwise"""
         self.shift = np.zeros(3)
         """added to mapped positions: 0 for frame "base"; for "home", the xy that puts the hand's start on this
         project's gripper home (set at the first reset; Meta-World's hand start is fixed per task)"""
@@ -256,11 +265,27 @@ class MetaWorldAdapter(WorkerAdapter):
 
         goal = next((i for i, o in enumerate(self.objects) if o.pos == "goal"), None)
         self._tracker = PhaseTracker(self.spec.phases, state, obj=0, goal=goal)
+        self._turns: dict[int, float] = {}
+        self._turns = self._symmetric_turns(self._observe(state))
         self._last = self._start_obs = self._observe(state)
         return self._last
 
+    def _symmetric_turns(self, obs: dict) -> dict[int, float]:
+        """Per symmetric object (with `canonical_yaw`), the turn about its own z it is observed with for the episode,
+        from its observed orientation at reset."""
+        from policy.external.control import symmetric_turn
+
+        if not self.canonical_yaw:
+            return {}
+        turns = {}
+        for i, o in enumerate(self.objects):
+            angle = symmetric_turn(np.asarray(obs[OBS_OBJECTS][i, 3:7], dtype=np.float64), o.symmetry)
+            if angle:
+                turns[i] = angle
+        return turns
+
     def _observe(self, s: dict) -> dict:
-        from policy.external.control import mat_from_quat, quat_from_mat
+        from policy.external.control import mat_from_axis_angle, mat_from_quat, quat_from_mat, turned_about_z
         from sim.env import make_observation
 
         n = len(self.objects)
@@ -272,6 +297,9 @@ class MetaWorldAdapter(WorkerAdapter):
         qvel = np.asarray(s["obj_qvel"], dtype=np.float64)
         tokens[:n, 7:10] = qvel[:, :3] @ FRAME.T
         tokens[:n, 10:13] = qvel[:, 3:]
+        for i, angle in self._turns.items():
+            tokens[i, 3:7] = turned_about_z(tokens[i, 3:7], angle)
+            tokens[i, 10:13] = mat_from_axis_angle([0.0, 0.0, angle]).T @ tokens[i, 10:13]  # body-frame spin
         tokens[:n, 16:19] = tokens[:n, 0:3] - tcp
         for i, (lo, hi) in self._joint_range.items():
             tokens[i, 19] = (hi - float(s["obj_joint"][i])) / (hi - lo)

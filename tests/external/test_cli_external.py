@@ -33,7 +33,6 @@ ERRORS = [
     (["--external", "robosuite:Lift", "--rot-gain", "0"], {}, ["--rot-gain must be in (0, 10]"]),
     (["--external", "robosuite:Lift", "--rot-gain", "nan"], {}, ["--rot-gain must be in (0, 10]"]),
     (["--family", "stack", "--object-yaw", "canonical"], {}, ["--external only"]),
-    (["--external", "metaworld:push-v3", "--object-yaw", "raw"], {}, ["--object-yaw applies to robosuite"]),
 ]
 
 
