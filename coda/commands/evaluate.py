@@ -50,9 +50,9 @@ def register(sub, name: str) -> None:
                    help="with --external robosuite: the OSC gain of the rotation, in (0, 10] (default: the "
                         "position's, 2; docs/EXTERNAL.md)")
     p.add_argument("--object-yaw", default=None, choices=("raw", "canonical"),
-                   help="with --external: canonical (robosuite's default: a cube, can or puck observed turned about "
-                        "its own axis to the equivalent orientation nearest this project's headings) | raw (the "
-                        "benchmark's quaternions, in this project's axes; Meta-World's default; docs/EXTERNAL.md)")
+                   help="with --external: canonical (the default: a cube, can or puck observed turned about its "
+                        "own axis to the equivalent orientation nearest this project's headings) | raw (the "
+                        "benchmark's quaternions, in this project's axes; docs/EXTERNAL.md)")
     p.add_argument("--mode", default="mean", choices=("mean", "critic"),
                    help="mean (deterministic) | critic (j=8 samples, Q-softmax; needs a checkpoint with a critic)")
     p.add_argument("--json", action="store_true")

@@ -24,7 +24,7 @@ POLICIES = {"rate-s9": ("/tmp/gmap-rate-s9.pt", "86e9a73f09873bab"),
             "base-s9": (str(ROOT / "experiments/grid_v31/base/transformer-s9/checkpoints/base.pt"), "42978cbb773a327a")}
 TASKS = ("pick-place-v3", "push-v3")
 GROUP, N = 0, 50
-ARMS = {"raw": {}, "canonical": {"canonical_yaw": True}}
+ARMS = {"raw": {"canonical_yaw": False}, "canonical": {"canonical_yaw": True}}  # explicit: canonical is the default since this run
 
 
 def say(msg: str) -> None:

@@ -172,7 +172,7 @@ class MetaWorldAdapter(WorkerAdapter):
 
     def __init__(self, task: str, *, render: bool = False, render_size: int = 256, camera: str = "corner",
                  turn_image: bool = True, action_map: str = "target", max_steps: int | None = None, seed: int = 0,
-                 frame: str = "base", canonical_yaw: bool = False):
+                 frame: str = "base", canonical_yaw: bool = True):
         if task not in TASKS:
             raise ValueError(f"unknown metaworld task {task!r}; valid tasks: {', '.join(TASKS)}")
         if frame not in FRAMES:
@@ -181,7 +181,9 @@ class MetaWorldAdapter(WorkerAdapter):
         self.canonical_yaw = bool(canonical_yaw)
         """observe symmetric objects (the puck, the goal point) turned about their own z to the equivalent heading
         nearest this project's (within ±0.6 rad), fixed for the episode at reset: Meta-World never turns its puck,
-        but its axes are this project's turned by 90° (`FRAME`), so its puck is observed at -90° otherwise"""
+        but its axes are this project's turned by 90° (`FRAME`), so False observes it at -90°. The default since
+        Meta-World yaw v1 (`experiments/metaworld_yaw_v1`: success 0 in both arms, episodes past phase `none`
+        +10.0 ± 3.0 points, 300 pairs)"""
         self.shift = np.zeros(3)
         """added to mapped positions: 0 for frame "base"; for "home", the xy that puts the hand's start on this
         project's gripper home (set at the first reset; Meta-World's hand start is fixed per task)"""
