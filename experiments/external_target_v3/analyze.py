@@ -49,7 +49,8 @@ def main() -> None:
     for other in BASELINES:
         key = "coda_v3_minus_" + ("coda_v2" if other == "coda" else other)
         out[key] = {"per_seed": {s: paired(ep["coda_v3", s] - ep[other, s]) for s in seeds},
-                    "pooled": paired(np.concatenate([ep["coda_v3", s] - ep[other, s] for s in seeds]))}
+                    "pooled": paired(np.concatenate([ep["coda_v3", s] - ep[other, s] for s in seeds])),
+                    "over_seeds": mean_se([100 * float((ep["coda_v3", s] - ep[other, s]).mean()) for s in seeds])}
     # the base's robosuite evaluation here (made again with canonical yaw) against v2c's sft, episode for episode
     repro = {}
     for s in seeds:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from agent.presets import external_tasks, get_preset
+from agent.presets import Preset, external_tasks, get_preset
 
 
 def test_external_tasks_are_parsed_and_checked():
@@ -38,8 +38,12 @@ def test_external_dt_takes_every_earlier_probes_scenes_only_when_the_preset_says
     assert CoEvolution.external_dt_scenes(on, 0) == []  # no probe before the first round
     assert CoEvolution.external_dt_scenes(on, 1) == ["a", "b"]
     assert CoEvolution.external_dt_scenes(on, 2) == ["c", "a", "b"]  # newest first, each scene once
-    off = SimpleNamespace(preset=get_preset("tiny", external="robosuite:Lift"), state=state)
-    assert CoEvolution.external_dt_scenes(off, 2) == []  # off by default: proxies only seed their modes' variants
+    off = SimpleNamespace(preset=get_preset("tiny", external="robosuite:Lift", external_dt=False), state=state)
+    assert CoEvolution.external_dt_scenes(off, 2) == []  # off: the scenes only seed their modes' variants
+    assert get_preset("tiny").external_dt  # on by default since external target v3
+    old = Preset.from_dict({k: v for k, v in get_preset("tiny").to_dict().items()
+                            if k not in ("external_dt", "external_proxies")})
+    assert not old.external_dt and old.external_proxies == 0  # a run recorded before the fields did neither
 
 
 @pytest.mark.parametrize("target, says", [
@@ -192,6 +196,7 @@ def test_the_autonomous_round_prompt_names_the_external_steps_only_with_targets(
     with_targets = prompt(get_preset("tiny", external="robosuite:Lift,Door"))
     assert "robosuite:Lift, robosuite:Door" in with_targets and "`sim: proxy_scene`" in with_targets
     assert "evaluate_external" not in prompt(get_preset("tiny"))
-    assert "demo_scene_ids" not in with_targets  # external_dt off: the scenes only seed their modes
+    assert "add those scenes to `demo_scene_ids`" in with_targets and "at most 24 per task" in with_targets
+    assert "demo_scene_ids" not in prompt(get_preset("tiny", external="robosuite:Lift", external_dt=False))
     dt = prompt(get_preset("tiny", external="robosuite:Lift", external_dt=True, external_proxies=5))
     assert "add those scenes to `demo_scene_ids`" in dt and "at most 5 per task" in dt
