@@ -200,21 +200,25 @@ class CoEvolution:
         this simulator resembling it (`sim.engine.proxy`: a seed scene of the task's family with its task objects
         where the benchmark's were) becomes the diagnosis' scene. The modes they fall into then get the next
         round's generation units like any mode: variants of those scenes (or, for execution modes found by
-        intervention, planner demos on them). Returns the probe's rates and the diagnoses."""
+        intervention, planner demos on them). A method without a critic (`Preset.external_probe_all`) only gets
+        the scenes. Returns the probe's rates, the diagnoses and the scenes."""
         from sim.evidence.models import Evidence
 
-        p = self.preset
+        p, critic = self.preset, self.method.critic
         rows = self.external_eval(p.external_probe_n, 1, first_group=EXTERNAL_PROBE_GROUP + r, evidence=True)
-        mode_scenes, out = self.state.get("mode_scenes", {}), []
+        mode_scenes, out, scenes = self.state.get("mode_scenes", {}), [], []
         for t, row in enumerate(rows):
             for k, failure in enumerate(row.get("failures", [])[: p.external_proxies or p.max_diagnoses]):
                 try:
-                    d = self.roles.critic.diagnose(Evidence.model_validate(failure["evidence"]))
+                    d = self.roles.critic.diagnose(Evidence.model_validate(failure["evidence"])) if critic else None
                 except Exception as exc:  # noqa: BLE001 - a role failure skips this episode, the round goes on
                     log.warning("critic failed on %s seed %s: %s", row["suite"], failure["seed"], exc)
                     continue
                 scene_id = self._proxy_scene(r, row, failure, 100 * t + k)
                 if scene_id is None:
+                    continue
+                scenes.append(scene_id)
+                if d is None:  # a method without a critic (`Preset.external_probe_all`): the scene only
                     continue
                 rec = self.call("memory", "record_diagnosis", diagnosis={
                     "id": f"d-ext-r{r}-{row['benchmark']}-{row['task']}-{failure['seed']}-{self.run_id}"[:128],
@@ -229,9 +233,11 @@ class CoEvolution:
                             "mode_id": rec["mode_id"], "factor": d.factor, "phase": d.phase, "cause": d.cause})
         self.state.set("mode_scenes", mode_scenes)
         self.save_ledger()
-        say(f"  external probe: {len(out)} failures diagnosed into {len({d['mode_id'] for d in out})} modes")
+        say(f"  external probe: {len(scenes)} scenes resembling its failures" + (
+            f", diagnosed into {len({d['mode_id'] for d in out})} modes" if critic else ""))
         keep = ("suite", "family", "n", "success_rate", "stderr", "phases")
-        return {"suites": [{k: row[k] for k in keep if k in row} for row in rows], "diagnoses": out}
+        return {"suites": [{k: row[k] for k in keep if k in row} for row in rows], "diagnoses": out,
+                "scenes": scenes}
 
     def _proxy_scene(self, r: int, row: dict, failure: dict, i: int) -> str | None:
         """A verified scene of this simulator resembling an external episode (the sim's proxy_scene on a seed scene
@@ -289,7 +295,7 @@ class CoEvolution:
         st.step(f"r{r}.train", lambda: self.train(r, rollouts, compiled))
         st.step(f"r{r}.progress", lambda: self.progress(r, verdicts, scenes, rollouts, compiled))
         last = r == p.rounds - 1
-        if p.external and m.critic and not last:
+        if p.external and (m.critic or p.external_probe_all) and not last:
             st.step(f"r{r}.external", lambda: self.external_targets(r))
         st.step(f"r{r}.modes", lambda: self.mode_summary(r))
         shared = st.result(f"r{r}.train").get("shared_round0")  # the shared round's policy: its evaluation
@@ -883,7 +889,8 @@ class CoEvolution:
         if not (self.preset.external_dt and self.preset.external):
             return []
         probes = [self.state.result(f"r{k}.external") for k in range(r - 1, -1, -1) if self.state.done(f"r{k}.external")]
-        return list(dict.fromkeys(d["scene_id"] for probe in probes for d in probe.get("diagnoses", [])))
+        return list(dict.fromkeys(sid for probe in probes for sid in probe.get("scenes")  # before "scenes": diagnoses'
+                                  or [d["scene_id"] for d in probe.get("diagnoses", [])]))
 
     def _dt_scenes(self, rollouts: list[dict]) -> list[str]:
         """The scenes of a round's D_t: every accepted environment with rollouts, or (`dt_failed`) those where

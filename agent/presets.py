@@ -184,6 +184,10 @@ class Preset:
     external_proxies: int = 24
     """failures per external task of a probe that are diagnosed and get a scene resembling them (0: `max_diagnoses`,
     what runs before external target v3 did)"""
+    external_probe_all: bool = False
+    """methods without a critic probe the external tasks too and get the scenes resembling the failures (no
+    diagnoses, no modes; with `external_dt` in their D_t): an ablation that gives a baseline the probe scenes
+    without CoDA's targeting"""
     external_dt: bool = True
     """the verified scenes resembling earlier probes' failures (`external_targets`) join a round's D_t: the planner's
     demonstrations on them, as on the round's own accepted environments (off: they only seed their modes'
@@ -347,7 +351,7 @@ SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demo
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
             "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_start", "external_template", "external_gripper_rate", "external_probe_n", "external_eval_n",
-            "external_eval_seeds", "external_proxies", "external_dt")
+            "external_eval_seeds", "external_proxies", "external_dt", "external_probe_all")
 """the budget fields `--set` may change"""
 
 

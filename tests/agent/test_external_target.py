@@ -200,3 +200,39 @@ def test_the_autonomous_round_prompt_names_the_external_steps_only_with_targets(
     assert "demo_scene_ids" not in prompt(get_preset("tiny", external="robosuite:Lift", external_dt=False))
     dt = prompt(get_preset("tiny", external="robosuite:Lift", external_dt=True, external_proxies=5))
     assert "add those scenes to `demo_scene_ids`" in dt and "at most 5 per task" in dt
+
+
+def test_a_method_without_a_critic_gets_the_probe_scenes_but_no_diagnoses(tmp_path, monkeypatch):
+    """`external_probe_all`: a baseline probes the external tasks and gets a scene per failure (for its D_t), with
+    no critic call, diagnosis or mode; a critic method gets both."""
+    from types import SimpleNamespace
+
+    from agent.loop import CoEvolution
+    from agent.runstate import RunState
+    from sim.evidence.models import Evidence
+
+    monkeypatch.setattr(Evidence, "model_validate", classmethod(lambda cls, value: value))  # the critic is a stub
+    failures = [{"seed": k, "start": [], "evidence": {}} for k in range(3)]
+    rows = [{"suite": "robosuite:Lift", "family": "pick_place", "n": 4, "success_rate": 0.25, "failures": failures,
+             "benchmark": "robosuite", "task": "Lift"}]
+    calls = []
+
+    class Critic:
+        def diagnose(self, evidence):
+            calls.append("diagnose")
+            return SimpleNamespace(factor="spatial", phase="grasp", cause="c", evidence_steps=[], state_facts=[])
+
+    def loop(critic: bool):
+        obj = SimpleNamespace(
+            preset=get_preset("tiny", external="robosuite:Lift", external_probe_all=True, external_proxies=2),
+            method=SimpleNamespace(critic=critic), state=RunState(tmp_path / str(critic)), run_id="t",
+            roles=SimpleNamespace(critic=Critic()), external_eval=lambda *a, **k: rows, save_ledger=lambda: None,
+            _proxy_scene=lambda r, row, failure, i: f"scene-{failure['seed']}",
+            call=lambda server, tool, **k: calls.append(tool) or {"mode_id": "m"})
+        return CoEvolution.external_targets(obj, 0)
+
+    out = loop(critic=False)
+    assert out["scenes"] == ["scene-0", "scene-1"] and out["diagnoses"] == [] and calls == []
+    out = loop(critic=True)
+    assert out["scenes"] == ["scene-0", "scene-1"] and [d["scene_id"] for d in out["diagnoses"]] == out["scenes"]
+    assert calls == ["diagnose", "record_diagnosis"] * 2
