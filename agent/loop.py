@@ -384,9 +384,12 @@ class CoEvolution:
 
     def _guided_novel(self, r: int) -> Iterator:
         """The novel environments of a guided round (`Preset.novel_scenes`): family seed scenes, or after the common
-        first round the same scenes domain-randomized as the `domain_rand` baseline draws them (batch "novel")."""
+        first round the same scenes domain-randomized as the `domain_rand` baseline draws them, or one-factor
+        variants of earlier accepted scenes as the `uniform` baseline draws them (batch "novel")."""
         if r > 0 and self.preset.novel_scenes == "domain_rand":
             yield from self._domain_rand(r, {}, batch="novel", stream=29)
+        elif r > 0 and self.preset.novel_scenes == "uniform":
+            yield from self._variants_of(r, self._accepted_before(r), "novel", stream=31)
         else:
             yield from self._novel(r)
 
@@ -525,11 +528,11 @@ class CoEvolution:
             yield from self._variants_of(r, pool, "success")
         yield from self._novel(r)
 
-    def _variants_of(self, r: int, scene_ids: list[str], batch: str) -> Iterator:
+    def _variants_of(self, r: int, scene_ids: list[str], batch: str, stream: int = 29) -> Iterator:
         from agent.methods import uniform_variant
         from sim.spec import SceneSpec
 
-        rng = np.random.default_rng([self.seed, r, 29])
+        rng = np.random.default_rng([self.seed, r, stream])
         specs: dict[str, SceneSpec] = {}
         for _ in range(MAX_DRAWS * self.accepted_budget(r)):
             sid = scene_ids[int(rng.integers(len(scene_ids)))]

@@ -29,7 +29,7 @@ TARGETED_OPERATORS = ("all", "recreate")
 """what a targeted batch's variants may do (`Preset.targeted_operators`)"""
 TARGETED_BATCHES = ("vary", "keep")
 """which factor a mode's targeted and control batches vary (`Preset.targeted_batches`)"""
-NOVEL_SCENES = ("seed", "domain_rand")
+NOVEL_SCENES = ("seed", "domain_rand", "uniform")
 """what a guided round's novel environments are (`Preset.novel_scenes`)"""
 ROUND_ROLLOUTS = ("sample", "mean")
 """how a round's rollouts choose actions (`Preset.round_rollouts`)"""
@@ -122,7 +122,9 @@ class Preset:
     """the novel environments of a guided round after the first (its ε_novel share and the units of modes with no
     scene variants): "seed" — fresh scenes of the family samplers; "domain_rand" — the same scenes with a resampled
     layout and attributes drawn from the hand-specified ranges of domain randomization (`agent.methods.DR_RANGES`,
-    as the `domain_rand` baseline draws them). Round 1 is the common round of every method either way"""
+    as the `domain_rand` baseline draws them); "uniform" — variants of the scenes accepted in earlier rounds along a
+    uniformly drawn factor, as the `uniform` baseline draws them (not success-guided's band: a round's mean-action
+    rollout gives each scene one outcome). Round 1 is the common round of every method either way"""
     round_rollouts: str = "mean"
     """how the policy acts in a round's rollouts (and the learning-progress check after its update): "mean" — the
     policy's mean action, as the evaluations and the interventions act, one rollout per environment (more would

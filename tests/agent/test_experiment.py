@@ -1210,8 +1210,22 @@ def test_domain_randomized_novel_scenes_start_after_the_common_round(tmp_path, r
     assert novel and {s["operator"] for s in novel} == {"domain_rand"}
     assert not [s for s in later if s["batch"] == "seed"]
     assert sum(batches(run, 1).values()) == 4  # the same accepted budget
-    with pytest.raises(ValueError, match="novel_scenes must be one of seed, domain_rand"):
+    with pytest.raises(ValueError, match="novel_scenes must be one of seed, domain_rand, uniform"):
         replace(PRESET, novel_scenes="wide")
+
+
+def test_uniform_novel_scenes_are_variants_of_earlier_scenes(tmp_path, runs):
+    """novel_scenes="uniform": round 1 keeps the common seed scenes; a later round's novel environments are
+    one-factor variants of scenes accepted in earlier rounds (batch "novel"), no fresh seed scenes."""
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, novel_scenes="uniform"))
+    first = [s["scene_id"] for s in run.steps["r0.generate"]["result"]]
+    assert first == [s["scene_id"] for s in runs["coda"].steps["r0.generate"]["result"]]
+    later = [s for s in run.steps["r1.generate"]["result"] if s["verified"]]
+    novel = [s for s in later if s["batch"] == "novel"]
+    assert novel and {s["parent"] for s in novel} <= set(first)
+    assert {s["factor"] for s in novel} <= {"layout", "attributes", "task"}
+    assert not [s for s in later if s["batch"] == "seed"]
+    assert sum(batches(run, 1).values()) == 4  # the same accepted budget
 
 
 def test_modes_keyed_by_factor_reach_the_memory(tmp_path):
