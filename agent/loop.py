@@ -807,7 +807,8 @@ class CoEvolution:
                                                     "source": m.potential}})
             out[mode_id] = {"training_program_id": tp_id, "source": prog.source, "passed": check.get("passed", False),
                             "learning_tool": prog.learning_tool, "parent": scene.get("parent"),
-                            "scene_ids": [s["scene_id"] for s in targeted], "family": scene["family"]}
+                            "scene_ids": [s["scene_id"] for s in targeted], "family": scene["family"],
+                            "scene_id": scene["scene_id"]}
         self.save_ledger()
         return out
 
@@ -908,14 +909,28 @@ class CoEvolution:
         return list(dict.fromkeys(ids))[:MAX_BATCH]
 
     def _potentials(self, compiled: dict) -> dict[str, str]:
-        """scene id -> potential source for this round's scenes of modes compiled to shaped AWR."""
+        """scene id -> potential source for this round's scenes of modes compiled to shaped AWR, its object names
+        bound to each scene's objects of the same roles (`rebind_potential`; a scene where that fails goes
+        unshaped)."""
         if self.method.potential == "none":
             return {}
+        from agent.roles.compiler import rebind_potential
+
         out: dict[str, str] = {}
         for c in compiled.values():
             if c["learning_tool"] == "awr_shaped" and c["passed"]:
-                out.update({sid: c["source"] for sid in c["scene_ids"]})
+                on = c.get("scene_id") or c["scene_ids"][0]  # the scene it was compiled and checked on
+                spec = self._spec(on)
+                for sid in c["scene_ids"]:  # a mode's variants spread over parents with other objects: bound by role
+                    source = c["source"] if sid == on else rebind_potential(c["source"], spec, self._spec(sid))
+                    if source is not None:
+                        out[sid] = source
         return out
+
+    def _spec(self, scene_id: str):
+        from sim.spec import SceneSpec
+
+        return SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=scene_id)["spec"])
 
     def _library(self, r: int) -> dict[str, str]:
         """Training memory: parent scene -> the latest checked shaped potential compiled on one of its variants in

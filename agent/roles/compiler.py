@@ -15,6 +15,8 @@ Both reach the simulator only through the servers (`hub`, set by `Roles.connect`
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -132,6 +134,44 @@ class OfflineCompiler:
             errors.append(report.errors)
         raise CompileError(f"compiler: no template passed the checks in {MAX_ATTEMPTS} attempts; last errors: "
                            f"{'; '.join(errors[-1])}", errors)
+
+
+def rebind_potential(source: str, compiled_on: SceneSpec, scene: SceneSpec) -> str | None:
+    """A potential program compiled on one scene, with its object names bound to another scene's objects of the same
+    roles (each role held by one object in both scenes): a mode's variants spread over parents whose objects differ,
+    and a potential names objects. Only string literals equal to an object name change. None when an object the
+    program names has no counterpart of its role in `scene`."""
+    here = {o.name: o.role for o in compiled_on.task.objects}
+    there = [o for o in scene.task.objects]
+    unique = {role for role in here.values() if list(here.values()).count(role) == 1}
+    mapping = {}
+    for name, role in here.items():
+        held = [o.name for o in there if o.role == role]
+        if role in unique and len(held) == 1:
+            mapping[name] = held[0]
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    edits = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type != tokenize.STRING:
+                continue
+            try:
+                value = ast.literal_eval(tok.string)
+            except (ValueError, SyntaxError):
+                continue
+            if value in here:
+                if value not in mapping:
+                    return None
+                a = starts[tok.start[0] - 1] + tok.start[1]
+                edits.append((a, starts[tok.end[0] - 1] + tok.end[1], repr(mapping[value])))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    for a, b, text in reversed(edits):
+        source = source[:a] + text + source[b:]
+    return source
 
 
 # --- LLM backend --------------------------------------------------------------------------------------

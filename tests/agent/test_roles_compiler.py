@@ -110,3 +110,36 @@ def test_programs_are_checked_by_the_requests_checker(hub):
 )
 def test_learning_tool_routing(factor, rate, demo, tool):
     assert learning_tool_for(factor, rate, demo) == tool
+
+
+def test_a_potential_is_bound_by_role_to_another_scene_of_its_mode(hub):
+    """A potential compiled on one scene names its objects; bound by role to another scene of the same family (other
+    objects, the same roles), it names that scene's objects and runs there without errors; a scene lacking an
+    object of a named role gets none."""
+    item, demo = failed_and_demo("pick_place")
+    spec = item.trace.spec
+    diagnosis = OfflineCritic().diagnose(build_evidence(item.trace))
+    source = OfflineCompiler(hub).compile(request(diagnosis, spec, item.trace, demo)).source
+    names = {o.name for o in spec.task.objects}
+    for seed in range(1, 60):
+        other = attempt("pick_place", seed, FAULT["pick_place"])
+        if other is None or {o.name for o in other.trace.spec.task.objects} & names:
+            continue
+        other_demo, trace = planner_trace(other.trace.spec)
+        if trace.success:
+            break
+    else:
+        raise AssertionError("no pick_place scene with other object names")
+    target = other.trace.spec
+    bound = C.rebind_potential(source, spec, target)
+    assert bound is not None and bound != source
+    for o in spec.task.objects:
+        assert repr(o.name) not in bound or o.name in {t.name for t in target.task.objects}
+    held = next(o for o in target.task.objects if o.role == "target").name
+    assert repr(held) in bound
+    report = C.run_checks(bound, request(diagnosis, target, other.trace, trace))
+    assert not report.errors, report.errors
+    assert C.run_checks(source, request(diagnosis, target, other.trace, trace)).errors  # unbound: unknown objects
+    lacking = target.model_copy(update={"task": target.task.model_copy(update={"objects": tuple(
+        o for o in target.task.objects if o.role != "receptacle")})})
+    assert C.rebind_potential(source, spec, lacking) is None
