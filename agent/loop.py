@@ -855,6 +855,8 @@ class CoEvolution:
             args["collect"] = p.round_update
         if p.bc_balance:
             args["balance_families"] = True
+        if p.train_replicate and r > 0:  # round 1 stays the common round
+            args["replicate"] = p.train_replicate
         if m.round_data != "dt_only":  # seed-scene demos of every family (the base-demo mix)
             args.update(demo_families=list(p.families), demos_per_family=p.round_mix_demos())
         if m.round_data in ("dt", "dt_failed", "dt_only"):  # D_t: the planner on accepted environments, + own successes

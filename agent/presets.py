@@ -190,6 +190,10 @@ class Preset:
     """methods without a critic probe the external tasks too and get the scenes resembling the failures (no
     diagnoses, no modes; with `external_dt` in their D_t): an ablation that gives a baseline the probe scenes
     without CoDA's targeting"""
+    train_replicate: int = 0
+    """the training replicate of the rounds after the common first: > 0 reseeds each of their policy updates'
+    sampling (the trainer's `replicate`), so a cell run again gives another replicate of the same loop from the
+    same base and shared round 1 — the floor under a difference between two cells; 0: the policy's own streams"""
     external_dt: bool = True
     """the verified scenes resembling earlier probes' failures (`external_targets`) join a round's D_t: the planner's
     demonstrations on them, as on the round's own accepted environments (off: they only seed their modes'
@@ -221,7 +225,7 @@ class Preset:
 
     def __post_init__(self):
         for name in ("demos_per_family", "sft_updates", "base_eval_in", "rounds", "targeted_per_family", "rollouts_per_scene",
-                     "eval_per_suite", "interim_eval_per_suite"):
+                     "eval_per_suite", "interim_eval_per_suite", "train_replicate"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.round_base_demos < -1 or self.round_base_demos == 0:
@@ -353,7 +357,7 @@ SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demo
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
             "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_start", "external_template", "external_gripper_rate", "external_probe_n", "external_eval_n",
-            "external_eval_seeds", "external_proxies", "external_dt", "external_probe_all")
+            "external_eval_seeds", "external_proxies", "external_dt", "external_probe_all", "train_replicate")
 """the budget fields `--set` may change"""
 
 

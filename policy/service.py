@@ -256,7 +256,7 @@ class TrainerService:
               scene_demos: Sequence[SceneSpec] = (), critic_updates: int = CRITIC_UPDATES,
               policy_updates: int = POLICY_UPDATES, lora: bool = False, progress: Progress | None = None,
               collect: str = "branch", programs: Mapping[str, str] | None = None,
-              bc_successes: bool = False, balance: bool = False) -> dict:
+              bc_successes: bool = False, balance: bool = False, replicate: int = 0) -> dict:
         """Critic updates on the given rollouts (shaped by per-rollout potentials when given), then AWR policy
         updates, with BC on planner demos of `demo_families` (`demos_per_family` each) and of the scenes
         `scene_demos` (the round's D_t: every accepted environment of the round, or the targeted scenes of modes
@@ -274,7 +274,9 @@ class TrainerService:
         that leaves the policy's optimum unchanged; the `dt_shaped_mix` arm of `coda bench round`); "bc": behaviour
         cloning on the BC demos only (the `dt_mix` arm of `coda bench round`;
         the rollouts still train the critic). When the updates fail or are cancelled (an exception from `progress`), the policy
-        before them is put back."""
+        before them is put back. `replicate` > 0 reseeds the update's sampling (the replay generator and torch) from
+        (replicate, step): another training replicate of the same update on the same data; 0 keeps the state's own
+        streams."""
         if collect not in COLLECT:
             raise ValueError(f"collect must be one of {', '.join(COLLECT)}, got {collect!r}")
         with self.lock:
@@ -285,6 +287,11 @@ class TrainerService:
                 raise ValueError("no rollouts to train on; collect rollouts first")
             specs = list({t.spec.spec_hash(): t.spec for t in map(self.trace, dict.fromkeys(rollout_ids))}.values()
                          ) if collect == "branch" and policy_updates else None
+            if replicate:
+                import torch
+
+                state.rng = np.random.default_rng([replicate, state.step])
+                torch.manual_seed(int(state.rng.integers(2**31)))
             try:
                 return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
                                    critic_updates, policy_updates, lora, progress, specs, programs, bc_successes,

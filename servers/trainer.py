@@ -281,6 +281,9 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                         "critic's own advantages (Q - mean Q; with potentials, potential-based shaping); bc = "
                         "behaviour cloning on the demos only")
                             ] = "branch",
+        replicate: Annotated[int, Field(ge=0, le=1000, description=(
+            "training replicate: > 0 reseeds the update's sampling from (replicate, step), so the same data gives "
+            "another run of the update; 0 keeps the policy's own random streams"))] = 0,
     ) -> JobStarted:
         """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates, with BC on
         planner demos of demo_families and demo_scene_ids (and, with bc_successes, the rollouts' successes)."""
@@ -304,7 +307,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                  critic_updates=critic_updates,
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job),
                                  collect=collect, programs=potential_programs, bc_successes=bc_successes,
-                                 balance=balance_families)
+                                 balance=balance_families, replicate=replicate)
             return {**info, "potential_scenes_without_rollouts": unused, "potential_failures": failed}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")

@@ -133,8 +133,9 @@ class FakeTrainer:
                            demo_scene_ids: list[str] = [],  # noqa: B006
                            critic_updates: int = 0, policy_updates: int = 0, lora: bool = False,
                            bc_successes: bool = False, collect: str = "branch",
-                           balance_families: bool = False) -> dict:
+                           balance_families: bool = False, replicate: int = 0) -> dict:
             self.calls.append(("start_training", {"rollout_ids": rollout_ids, "potentials": potential_programs,
+                                                  "replicate": replicate,
                                                   "collect": collect,
                                                   "policy_updates": policy_updates, "critic_updates": critic_updates,
                                                   "demo_families": demo_families,
@@ -1226,6 +1227,18 @@ def test_uniform_novel_scenes_are_variants_of_earlier_scenes(tmp_path, runs):
     assert {s["factor"] for s in novel} <= {"layout", "attributes", "task"}
     assert not [s for s in later if s["batch"] == "seed"]
     assert sum(batches(run, 1).values()) == 4  # the same accepted budget
+
+
+def test_a_training_replicate_reseeds_the_rounds_after_the_common_first(tmp_path, runs):
+    """train_replicate=k: every policy update after round 1 asks the trainer for replicate k; round 1's update (the
+    common round a seed's cells share) and the data of round 1 stay as they are."""
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, train_replicate=2))
+    trains = run.trainer.of("start_training")
+    assert len(trains) == PRESET.rounds and [t["replicate"] for t in trains] == [0] + [2] * (PRESET.rounds - 1)
+    assert trains[0] == runs["coda"].trainer.of("start_training")[0]
+    assert all(t["replicate"] == 0 for t in runs["coda"].trainer.of("start_training"))
+    with pytest.raises(ValueError, match="train_replicate must be >= 0"):
+        replace(PRESET, train_replicate=-1)
 
 
 def test_modes_keyed_by_factor_reach_the_memory(tmp_path):

@@ -426,6 +426,30 @@ def test_bc_round_update_clones_the_demos_only(run_dir, seeded, monkeypatch):
         service.train([rid], critic_updates=1, policy_updates=3, collect="bc")
 
 
+def test_a_training_replicate_reseeds_the_update_on_the_same_data(run_dir, seeded):
+    """replicate > 0: the same update on the same data from the same checkpoint gives another policy, the same one
+    for the same replicate; replicate 0 keeps the state's own streams (the checkpoint's, resumed bit for bit)."""
+    import torch
+
+    from policy.service import TrainerService
+
+    service = TrainerService(run_dir)
+    rid, spec = seeded["rollout"]["rollout_id"], SceneStore(run_dir).spec(seeded["scene_id"])
+    start = service.save("start")
+    args = dict(scene_demos=[spec], critic_updates=0, policy_updates=4, collect="bc",
+                demo_families=["pick_place"], demos_per_family=2)
+
+    def weights(replicate: int) -> torch.Tensor:
+        service.load(start)
+        service.train([rid], replicate=replicate, **args)
+        return torch.cat([p.detach().flatten() for p in service.require_state().policy.parameters()])
+
+    own, again = weights(0), weights(0)
+    one, one_again, two = weights(1), weights(1), weights(2)
+    assert torch.equal(own, again) and torch.equal(one, one_again)
+    assert not torch.equal(one, own) and not torch.equal(one, two)
+
+
 def test_bc_update_balances_families_on_request(run_dir, seeded, monkeypatch):
     """balance_families: the BC data of the update has each family's episodes repeated to the largest family's
     transitions; without it, the data is the demos as they are."""
