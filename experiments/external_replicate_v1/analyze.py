@@ -46,6 +46,24 @@ def main() -> None:
     g = {s: json.loads((V3B / "cells" / f"success_guided-s{s}.json").read_text()) for s in seeds}
     out["for_comparison"] = {"v3b_coda_minus_sg_scenes": {s: h.paired(h.robosuite(a[s]) - h.robosuite(g[s]))
                                                           for s in seeds}}
+    sg = {int(p.stem.split("-s")[1]): json.loads(p.read_text())
+          for p in sorted((HERE / "cells").glob("success_guided-s*.json"))}
+    both = sorted(s for s in sg if s in cells)
+    if sg:
+        dg = {s: h.robosuite(sg[s]) - h.robosuite(g[s]) if s in g else None for s in sg}
+        for s in sg:
+            if s not in g:
+                g[s] = json.loads((V3B / "cells" / f"success_guided-s{s}.json").read_text())
+                dg[s] = h.robosuite(sg[s]) - h.robosuite(g[s])
+        out["robosuite_sg_replicate_minus_G"] = {"per_seed": {s: h.paired(dg[s]) for s in sg},
+                                                 "pooled": h.paired(np.concatenate(list(dg.values())))}
+        out["robosuite_mean"]["G_replicate"] = h.mean_se([100 * float(h.robosuite(sg[s]).mean()) for s in sg])
+        out["robosuite_mean"]["G"] = h.mean_se([100 * float(h.robosuite(g[s]).mean()) for s in sg])
+    if both:
+        dd = {s: (h.robosuite(a[s]) + h.robosuite(cells[s]) - h.robosuite(g[s]) - h.robosuite(sg[s])) / 2 for s in both}
+        out["robosuite_coda_minus_sg_scenes_two_replicates"] = {
+            "per_seed": {s: h.paired(dd[s]) for s in both}, "pooled": h.paired(np.concatenate(list(dd.values()))),
+            "over_seeds": h.mean_se([100 * float(dd[s].mean()) for s in both])}
     if (NU / "analysis.json").is_file():
         out["for_comparison"]["novel_uniform_B_minus_A"] = json.loads((NU / "analysis.json").read_text()).get(
             "robosuite_B_minus_A", {}).get("per_seed")
