@@ -47,7 +47,7 @@ def main() -> None:
     out["for_comparison"] = {"v3b_coda_minus_sg_scenes": {s: h.paired(h.robosuite(a[s]) - h.robosuite(g[s]))
                                                           for s in seeds}}
     sg = {int(p.stem.split("-s")[1]): json.loads(p.read_text())
-          for p in sorted((HERE / "cells").glob("success_guided-s*.json"))}
+          for p in sorted((HERE / "sg" / "cells").glob("success_guided-s*.json"))}
     both = sorted(s for s in sg if s in cells)
     if sg:
         dg = {s: h.robosuite(sg[s]) - h.robosuite(g[s]) if s in g else None for s in sg}
