@@ -498,10 +498,9 @@ class CoEvolution:
 
     def family_scene(self, family: str, seed: int):
         """The seed scene of a family (stored by the sim server, which samples it)."""
-        from sim.spec import SceneSpec
 
         scene_id = self.call("sim", "sample_scene", family=family, seed=seed)["scene_id"]
-        return SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=scene_id)["spec"])
+        return self._spec(scene_id)
 
     def _uniform(self, r: int, alloc: dict) -> Iterator:
         """Round 0: the seed scenes (as every method); later: variants of earlier accepted scenes, one factor drawn
@@ -537,7 +536,7 @@ class CoEvolution:
         for _ in range(MAX_DRAWS * self.accepted_budget(r)):
             sid = scene_ids[int(rng.integers(len(scene_ids)))]
             if sid not in specs:
-                specs[sid] = SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=sid)["spec"])
+                specs[sid] = self._spec(sid)
             made = uniform_variant(self.roles.engine, specs[sid], rng, batch=batch)
             if made is not None:
                 yield made, None
@@ -559,13 +558,12 @@ class CoEvolution:
     def _mode_parents(self, mode_id: str, mode_scenes: dict, n: int) -> list[tuple]:
         """(parent spec, variants wanted) for `n` variants of a mode spread evenly over its failing scenes (the
         first scenes get the remainder; at most `n` parents)."""
-        from sim.spec import SceneSpec
 
         ids = (mode_scenes.get(mode_id) or [])[: max(n, 0)]
         if not ids:
             return []
         share, extra = divmod(n, len(ids))
-        return [(SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=sid)["spec"]), share + (i < extra))
+        return [(self._spec(sid), share + (i < extra))
                 for i, sid in enumerate(ids)]
 
     def _create(self, r: int, program, mode_id: str | None) -> dict:
@@ -643,7 +641,6 @@ class CoEvolution:
         probe24-size cell). `preset.intervention` says what the variants change (`INTERVENTION_OPERATORS`); `draw`
         > 0 draws other variants (a retest, `coda bench attribution`). Returns scene id -> `Intervention` fields. The variant scenes are stored for the trainer but are not the round's
         environments (no memory records, no training)."""
-        from sim.spec import SceneSpec
 
         n = self.preset.intervention_variants
         scene_ids = list(dict.fromkeys(x["scene_id"] for x in self.to_diagnose(rollouts)))
@@ -659,7 +656,7 @@ class CoEvolution:
             plan[sid], absent[sid] = {}, []
             if success[sid]:
                 continue
-            spec = SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=sid)["spec"])
+            spec = self._spec(sid)
             for j, factor in enumerate(INTERVENTION_FACTORS):
                 made = self.operators.variants(spec, factor, n, seed=7_919 * r + 101 * i + j + 1_000_003 * self.seed
                                                + 15_485_863 * draw, batch="intervention",
@@ -756,7 +753,6 @@ class CoEvolution:
     def compile(self, r: int, verdicts: dict, scenes: list[dict], rollouts: list[dict]) -> dict:
         """Generation program and training program (Text2potential) per validated mode."""
         from agent.roles.compiler import CompileRequest, PotentialReport
-        from sim.spec import SceneSpec
 
         m, out = self.method, {}
         for mode_id, v in verdicts.items():
@@ -773,7 +769,7 @@ class CoEvolution:
                 "family": targeted[0]["family"], "success_on_variants": v["targeted"], "round": r,
                 "run_id": self.run_id, "roles": ["target"]})
             scene = targeted[0]
-            spec = SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=scene["scene_id"])["spec"])
+            spec = self._spec(scene["scene_id"])
             if m.potential == "task":  # the task description alone, not the diagnosis
                 diag = _Diag("task", "other", f"the task: {spec.task.instruction}")
             else:
@@ -930,6 +926,7 @@ class CoEvolution:
         return out
 
     def _spec(self, scene_id: str):
+        """A stored scene's spec (the sim server's `get_scene`)."""
         from sim.spec import SceneSpec
 
         return SceneSpec.model_validate(self.call("sim", "get_scene", scene_id=scene_id)["spec"])
