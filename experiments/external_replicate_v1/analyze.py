@@ -29,7 +29,7 @@ def _helpers():
 
 def main() -> None:
     h = _helpers()
-    cells = {int(p.stem.split("-s")[1]): json.loads(p.read_text()) for p in sorted((HERE / "cells").glob("coda-s*.json"))}
+    cells = {int(p.stem.split("-s")[1]): json.loads(p.read_text()) for p in (HERE / "cells").glob("coda-s*.json")}
     seeds = sorted(cells)
     a = {s: json.loads((V3 / "cells" / f"coda-s{s}.json").read_text()) for s in seeds}
     out: dict = {"seeds": seeds, "commits": sorted({cells[s]["commit"] for s in seeds})}
@@ -47,7 +47,7 @@ def main() -> None:
     out["for_comparison"] = {"v3b_coda_minus_sg_scenes": {s: h.paired(h.robosuite(a[s]) - h.robosuite(g[s]))
                                                           for s in seeds}}
     sg = {int(p.stem.split("-s")[1]): json.loads(p.read_text())
-          for p in sorted((HERE / "sg" / "cells").glob("success_guided-s*.json"))}
+          for p in sorted((HERE / "sg" / "cells").glob("success_guided-s*.json"), key=lambda p: int(p.stem.split("-s")[1]))}
     both = sorted(s for s in sg if s in cells)
     if sg:
         dg = {s: h.robosuite(sg[s]) - h.robosuite(g[s]) if s in g else None for s in sg}
