@@ -142,12 +142,11 @@ def rebind_potential(source: str, compiled_on: SceneSpec, scene: SceneSpec) -> s
     and a potential names objects. Only string literals equal to an object name change. None when an object the
     program names has no counterpart of its role in `scene`."""
     here = {o.name: o.role for o in compiled_on.task.objects}
-    there = [o for o in scene.task.objects]
-    unique = {role for role in here.values() if list(here.values()).count(role) == 1}
+    roles = list(here.values())
     mapping = {}
     for name, role in here.items():
-        held = [o.name for o in there if o.role == role]
-        if role in unique and len(held) == 1:
+        held = [o.name for o in scene.task.objects if o.role == role]
+        if roles.count(role) == 1 and len(held) == 1:
             mapping[name] = held[0]
     lines = source.splitlines(keepends=True)
     starts = [0]
