@@ -231,3 +231,37 @@ def load_policy(path: str | Path, device: str | torch.device = "cpu", merge_lora
         policy = merge(policy)
     return policy.eval()
 
+
+
+def average_checkpoints(paths: list[str | Path], out: str | Path) -> Path:
+    """Write to `out` the checkpoint whose policy (and critic, where every input has one) is the uniform average
+    of the weights of `paths` — checkpoints of one architecture, e.g. the ends of a run's rounds or training
+    replicates grown from one base. Everything else (optimizer, step, rng, extra) is the last input's. ValueError
+    when fewer than two are given or their architectures differ."""
+    if len(paths) < 2:
+        raise ValueError(f"averaging needs at least two checkpoints, got {len(paths)}")
+    payloads = [read_payload(p) for p in paths]
+    first = payloads[0]
+    for p, payload in zip(paths[1:], payloads[1:]):
+        for key in ("policy_config", "lora"):
+            if payload[key] != first[key]:
+                raise ValueError(f"{p}: its {key} differs from {paths[0]}'s; only one architecture can be averaged")
+    out_payload = dict(payloads[-1])
+    parts = ["policy"] + (["critic", "critic_target"] if all(p["critic"] is not None for p in payloads) else [])
+    for part in parts:
+        averaged = {}
+        for name, tensor in first[part].items():
+            if tensor.is_floating_point():
+                averaged[name] = torch.stack([p[part][name] for p in payloads]).mean(0)
+            else:  # counters and integer buffers: the last input's
+                averaged[name] = payloads[-1][part][name]
+        out_payload[part] = averaged
+    if len(parts) == 1:
+        out_payload.update(critic=None, critic_target=None, critic_optimizer=None)
+    out_payload["extra"] = {**payloads[-1]["extra"], "averaged_from": [str(p) for p in paths]}
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = fresh(out.with_name(out.name + ".tmp"))
+    torch.save(out_payload, tmp)
+    tmp.replace(out)
+    return out

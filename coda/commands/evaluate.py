@@ -32,6 +32,9 @@ def register(sub, name: str) -> None:
     p.add_argument("--seeds", type=positive_int, default=1,
                    help="with --programs: episodes per program, with `seed` = 0 .. K-1 (the program's and the env's); "
                         "with --external: seed groups of --n episodes each per task")
+    p.add_argument("--first-group", type=int, default=0,
+                   help="with --external: the first seed group (episode e of group k resets the benchmark with seed "
+                        "k * 100000 + e; a loop's final evaluation uses group 0 on, its probes 10 on)")
     p.add_argument("--external", metavar="BENCH:TASK,...",
                    help="external benchmark tasks instead of this project's scenes, e.g. "
                         "robosuite:Lift,Stack,PickPlaceCan,Door or metaworld:pick-place-v3,push-v3,drawer-open-v3,"
@@ -64,9 +67,9 @@ def run(args) -> int:
     if args.external:
         return run_external(args)
     if (args.gif or args.max_steps or args.external_frame != "base" or args.gripper_map != "sign"
-            or args.rot_gain is not None or args.object_yaw is not None):
-        raise ValueError("--gif, --max-steps, --external-frame, --gripper-map, --rot-gain and --object-yaw apply "
-                         "to --external only")
+            or args.rot_gain is not None or args.object_yaw is not None or args.first_group):
+        raise ValueError("--gif, --max-steps, --external-frame, --gripper-map, --rot-gain, --object-yaw and "
+                         "--first-group apply to --external only")
     if not args.programs and not args.family:
         raise ValueError("give --family (its suites), --programs PATH... (your scene programs) or --external "
                          "BENCH:TASK,... (an external benchmark)")
@@ -106,6 +109,8 @@ def run_external(args) -> int:
     from policy.external.base import external_python
 
     targets = parse_external(args.external)
+    if not 0 <= args.first_group <= 1000:
+        raise ValueError(f"--first-group must be in [0, 1000], got {args.first_group}")
     if args.external_frame != "base" and any(b != "metaworld" for b, _ in targets):
         raise ValueError("--external-frame applies to metaworld tasks only")
     if args.gripper_map != "sign" and any(b != "robosuite" for b, _ in targets):
@@ -136,7 +141,8 @@ def run_external(args) -> int:
         kwargs["canonical_yaw"] = args.object_yaw == "canonical"
     out = evaluate_external(state.policy, targets, args.n, args.seeds, critic=state.critic, mode=args.mode,
                             device=state.device, workers=args.workers,
-                            gif_dir=Path(args.gif) if args.gif else None, adapter_kwargs=kwargs)
+                            gif_dir=Path(args.gif) if args.gif else None, adapter_kwargs=kwargs,
+                            first_group=args.first_group)
     emit(out, args.json)
     return 0
 

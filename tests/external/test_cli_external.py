@@ -33,6 +33,8 @@ ERRORS = [
     (["--external", "robosuite:Lift", "--rot-gain", "0"], {}, ["--rot-gain must be in (0, 10]"]),
     (["--external", "robosuite:Lift", "--rot-gain", "nan"], {}, ["--rot-gain must be in (0, 10]"]),
     (["--family", "stack", "--object-yaw", "canonical"], {}, ["--external only"]),
+    (["--family", "stack", "--first-group", "3"], {}, ["--external only"]),
+    (["--external", "robosuite:Lift", "--first-group", "-1"], {}, ["--first-group must be in [0, 1000]"]),
 ]
 
 

@@ -9,7 +9,7 @@ import torch
 from policy.awr import critic_update, policy_update
 from policy.bench import synthetic_observations
 from policy.buffer import ChunkReplayBuffer
-from policy.checkpoint import build_train_state, load_checkpoint, load_policy, save_checkpoint
+from policy.checkpoint import average_checkpoints, build_train_state, load_checkpoint, load_policy, save_checkpoint
 from policy.config import TrainConfig
 from policy.lora import add_lora
 from policy.modeling import ChunkPolicy
@@ -86,3 +86,36 @@ def test_load_errors(tmp_path):
     torch.save({"format": 99}, tmp_path / "old.pt")
     with pytest.raises(ValueError, match="format 99"):
         load_checkpoint(tmp_path / "old.pt")
+
+
+def test_averaged_checkpoint_holds_the_mean_of_the_weights(small_config, embedder, tmp_path):
+    buf = make_buffer(embedder)
+    state = fresh_state(small_config, buf)
+    train(state, buf, 2)
+    a = save_checkpoint(tmp_path / "a.pt", state)
+    train(state, buf, 3)
+    b = save_checkpoint(tmp_path / "b.pt", state)
+    out = average_checkpoints([a, b], tmp_path / "avg.pt")
+    wa, wb, avg = (load_checkpoint(p).policy.state_dict() for p in (a, b, out))
+    moved = [k for k in wa if not torch.equal(wa[k], wb[k])]
+    assert moved  # the updates changed weights, so the mean differs from both ends
+    for k in wa:
+        torch.testing.assert_close(avg[k], (wa[k] + wb[k]) / 2)
+    averaged = load_checkpoint(out)
+    assert averaged.step == 5 and averaged.extra["averaged_from"] == [str(a), str(b)]
+    critic = averaged.critic.state_dict()
+    ca, cb = load_checkpoint(a).critic.state_dict(), load_checkpoint(b).critic.state_dict()
+    k = next(k for k in ca if not torch.equal(ca[k], cb[k]))
+    torch.testing.assert_close(critic[k], (ca[k] + cb[k]) / 2)
+
+
+def test_averaging_refuses_other_architectures_and_a_single_checkpoint(small_config, embedder, tmp_path):
+    buf = make_buffer(embedder)
+    a = save_checkpoint(tmp_path / "a.pt", fresh_state(small_config, buf))
+    other = build_train_state(small_config(d_model=16), TrainConfig(batch_size=16, seed=7), device="cpu")
+    b = save_checkpoint(tmp_path / "b.pt", other)
+    with pytest.raises(ValueError, match="policy_config differs"):
+        average_checkpoints([a, b], tmp_path / "avg.pt")
+    with pytest.raises(ValueError, match="at least two"):
+        average_checkpoints([a], tmp_path / "avg.pt")
+    assert not (tmp_path / "avg.pt").exists()
