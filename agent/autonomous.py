@@ -144,7 +144,9 @@ def external_step(preset: Preset) -> str:
             "`verifier: verify_scene` it, record it, and `memory: record_diagnosis` on that scene, so the next "
             "round's allocation aims at those modes."
             + (" In every later round's `trainer: start_training`, add those scenes to `demo_scene_ids` (planner "
-               "demonstrations on them)." if preset.external_dt else "") + "\n")
+               "demonstrations on them)" + ("" if not preset.external_takeover else " and to `takeover_scene_ids` "
+                                             "(corrective planner windows where the policy fails in them)")
+               + "." if preset.external_dt else "") + "\n")
 
 
 def run_autonomous(hub: Hub, roles: Roles, run_dir: Path, preset: Preset, run_id: str, *, max_turns: int = 60,

@@ -863,6 +863,8 @@ class CoEvolution:
         else:  # the scenes of modes routed to BC
             planned = self._bc_scenes(compiled)
         proxies = self.external_dt_scenes(r)
+        if p.external_takeover and proxies and args["policy_updates"]:  # corrective windows where the policy fails
+            args["takeover_scene_ids"] = proxies[:MAX_BATCH]
         planned += proxies + self.execution_scenes(r)  # execution modes: BC on their scenes, never scene variants
         bc_scenes = list(dict.fromkeys(planned))[: 4 * MAX_BATCH] if args["policy_updates"] else []
         if bc_scenes:
@@ -883,7 +885,8 @@ class CoEvolution:
         return {**info, "rollouts_used": len(args["rollout_ids"]), "fresh_potentials": len(fresh),
                 "reused_potentials": len(reused), "policy_updates": args["policy_updates"],
                 "critic_updates": critic_updates,
-                "bc_scenes": len(bc_scenes), "external_dt_scenes": len(proxies), "args_digest": digest}
+                "bc_scenes": len(bc_scenes), "external_dt_scenes": len(proxies), "args_digest": digest,
+                "takeover_scenes": len(args.get("takeover_scene_ids", []))}
 
     def external_dt_scenes(self, r: int) -> list[str]:
         """The scenes resembling external failures that join round r's D_t (`Preset.external_dt`): those of every

@@ -201,6 +201,12 @@ class Preset:
     probes of 24 and 24 scenes per task, by external target v3's rule (experiments/external_target_v3: robosuite
     CoDA 17.3 % vs 5.0 for the same loop without them (v2c), +12.3 ± 1.8 points paired; this simulator's mean OOD
     44.3 vs 47.6)"""
+    external_takeover: bool = False
+    """with `external_dt`: before each round's update after the first, the policy is rolled out once in each scene
+    resembling an earlier probe's failure and, where it fails, the planner takes over at the failure's diagnosed
+    step (the trainer's `takeover_scene_ids`); the certified corrective windows — a reopen and regrasp after a
+    missed grasp, a pick-up after a drop — join the round's BC data. Off: the scenes give only from-reset demos,
+    and nothing shows the policy a retry (lift bimodal v1: a missed grasp on robosuite is never retried)"""
     external_eval_n: int = 50
     """episodes per external task and seed group of the evaluations before and after"""
     external_eval_seeds: int = 1
@@ -237,6 +243,9 @@ class Preset:
         if self.external_proxies < 0:
             raise ValueError(f"external_proxies must be >= 0 (0: max_diagnoses), got {self.external_proxies}")
         external_tasks(self.external)  # the syntax; the trainer checks the benchmarks' task names
+        if self.external_takeover and not self.external_dt:
+            raise ValueError("external_takeover needs external_dt: its windows come from the scenes resembling the "
+                             "probes' failures, which only external_dt keeps for the rounds")
         if self.base_distribution not in DISTRIBUTIONS:
             raise ValueError(f"base_distribution must be one of {', '.join(DISTRIBUTIONS)}, "
                              f"got {self.base_distribution!r}")
@@ -357,7 +366,8 @@ SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demo
             "base_eval_in", "round_base_demos", "rounds", "seed_scenes_per_family", "targeted_per_family",
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
             "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_start", "external_template", "external_gripper_rate", "external_probe_n", "external_eval_n",
-            "external_eval_seeds", "external_proxies", "external_dt", "external_probe_all", "train_replicate")
+            "external_eval_seeds", "external_proxies", "external_dt", "external_probe_all", "train_replicate",
+            "external_takeover")
 """the budget fields `--set` may change"""
 
 

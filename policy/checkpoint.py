@@ -242,7 +242,7 @@ def average_checkpoints(paths: list[str | Path], out: str | Path) -> Path:
         raise ValueError(f"averaging needs at least two checkpoints, got {len(paths)}")
     payloads = [read_payload(p) for p in paths]
     first = payloads[0]
-    for p, payload in zip(paths[1:], payloads[1:]):
+    for p, payload in zip(paths[1:], payloads[1:], strict=True):
         for key in ("policy_config", "lora"):
             if payload[key] != first[key]:
                 raise ValueError(f"{p}: its {key} differs from {paths[0]}'s; only one architecture can be averaged")

@@ -23,9 +23,9 @@ import numpy as np
 from policy.checkpoint import TrainState, fresh, load_checkpoint, own_file, read_payload, save_checkpoint
 from policy.config import CRITIC_UPDATES, POLICY_UPDATES, ROLLOUTS_PER_SCENE, PolicyConfig, TrainConfig
 from policy.data import stack_obs
-from policy.evaluate import evaluate, policy_robot, train_specs
+from policy.evaluate import chunk_fn, evaluate, policy_robot, train_specs
 from policy.improve import awr_round, branch_round, collect
-from policy.rollout import Episode, planner_demos
+from policy.rollout import Episode, planner_demos, rollout
 from policy.train import Progress, balance_families, bc_finetune, demo_buffer, train_sft
 from sim.constants import DEFAULT_ROBOT, OBS_INSTRUCTION
 from sim.spec import SceneSpec
@@ -256,7 +256,8 @@ class TrainerService:
               scene_demos: Sequence[SceneSpec] = (), critic_updates: int = CRITIC_UPDATES,
               policy_updates: int = POLICY_UPDATES, lora: bool = False, progress: Progress | None = None,
               collect: str = "branch", programs: Mapping[str, str] | None = None,
-              bc_successes: bool = False, balance: bool = False, replicate: int = 0) -> dict:
+              bc_successes: bool = False, balance: bool = False, replicate: int = 0,
+              takeover_scenes: Sequence[SceneSpec] = ()) -> dict:
         """Critic updates on the given rollouts (shaped by per-rollout potentials when given), then AWR policy
         updates, with BC on planner demos of `demo_families` (`demos_per_family` each) and of the scenes
         `scene_demos` (the round's D_t: every accepted environment of the round, or the targeted scenes of modes
@@ -276,7 +277,10 @@ class TrainerService:
         the rollouts still train the critic). When the updates fail or are cancelled (an exception from `progress`), the policy
         before them is put back. `replicate` > 0 reseeds the update's sampling (the replay generator and torch) from
         (replicate, step): another training replicate of the same update on the same data; 0 keeps the state's own
-        streams."""
+        streams. `takeover_scenes`: the policy (mean actions) is rolled out once in each, and where it fails the
+        planner takes over at the failure's diagnosed step (`policy.takeover`: the env restored exactly there); the
+        certified corrective windows — a reopen and regrasp after a missed grasp, a pick-up after a drop — join
+        the BC data (info["takeover"]: planner calls, certified windows, takeover steps)."""
         if collect not in COLLECT:
             raise ValueError(f"collect must be one of {', '.join(COLLECT)}, got {collect!r}")
         with self.lock:
@@ -295,17 +299,34 @@ class TrainerService:
             try:
                 return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
                                    critic_updates, policy_updates, lora, progress, specs, programs, bc_successes,
-                                   bc_only=collect == "bc", balance=balance, advantage="q" if collect == "critic" else None)
+                                   bc_only=collect == "bc", balance=balance, advantage="q" if collect == "critic" else None,
+                                   takeover_scenes=takeover_scenes)
             except BaseException:
                 self._restore()
                 raise
+
+    def _takeover_windows(self, state: TrainState, specs: Sequence[SceneSpec]) -> tuple[list[Episode], dict]:
+        """The certified planner windows from the diagnosed steps of the policy's failures in `specs` (one mean
+        rollout per scene, env seed 0) and their stats."""
+        from policy.takeover import takeover_demos
+
+        was = state.policy.training
+        state.policy.eval()
+        try:
+            episodes = rollout(list(specs), chunk_fn(state.policy, None, mode="mean"), device=state.device,
+                               record=True, seeds=[0] * len(specs), executor=self.executor)
+        finally:
+            state.policy.train(was)
+        windows, stats = takeover_demos(episodes, "diagnosed", seed=state.step)
+        stats = {"scenes": len(specs), "failed": sum(not e.success for e in episodes), **stats}
+        return windows, stats
 
     def _train(self, state: TrainState, episodes: list[Episode], potentials: dict[str, list[float]] | None,
                demo_families: Sequence[str], demos_per_family: int, scene_demos: Sequence[SceneSpec],
                critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None,
                branch_specs: list[SceneSpec] | None = None, programs: Mapping[str, str] | None = None,
                bc_successes: bool = False, bc_only: bool = False, advantage: str | None = None,
-               balance: bool = False) -> dict:
+               balance: bool = False, takeover_scenes: Sequence[SceneSpec] = ()) -> dict:
         if lora and state.extra.get("lora") is None:
             from policy.lora import add_lora
 
@@ -324,7 +345,8 @@ class TrainerService:
                  if demos_per_family else [])
         own = self.demos_for_scenes(scene_demos) if scene_demos else []
         wins = list({id(ep): ep for ep in episodes if ep.success}.values()) if bc_successes else []
-        bc = demos + own + wins  # behaviour cloning: family demos, planner demos of scenes, the policy's successes
+        windows, takeover = self._takeover_windows(state, takeover_scenes) if takeover_scenes else ([], None)
+        bc = demos + own + wins + windows  # family demos, planner demos of scenes, own successes, corrective windows
         if balance:
             bc = balance_families(bc)
         config = state.train_config
@@ -350,6 +372,8 @@ class TrainerService:
                                           demos=bc or None, seed=state.step, phi=phi)
         info["shaped_rollouts"] = len(potentials or {})
         info["scene_demos"] = len(own)
+        if takeover is not None:
+            info["takeover"] = takeover
         info["bc_successes"] = len(wins)
         info["checkpoint"] = Path(self.save(f"step{state.step:06d}")).stem
         return info

@@ -284,6 +284,12 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         replicate: Annotated[int, Field(ge=0, le=1000, description=(
             "training replicate: > 0 reseeds the update's sampling from (replicate, step), so the same data gives "
             "another run of the update; 0 keeps the policy's own random streams"))] = 0,
+        takeover_scene_ids: Annotated[
+            list[SceneId],
+            Field(description="scenes where the policy is rolled out once (mean actions) and, where it fails, the "
+                              "planner takes over at the failure's diagnosed step; the certified corrective windows "
+                              "(a regrasp after a missed grasp, ...) are mixed in as BC", max_length=MAX_BATCH),
+        ] = [],  # noqa: B006
     ) -> JobStarted:
         """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates, with BC on
         planner demos of demo_families and demo_scene_ids (and, with bc_successes, the rollouts' successes)."""
@@ -291,6 +297,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
 
         service.check_rollouts(rollout_ids)
         demo_specs = scenes.distinct_specs(demo_scene_ids, "demo_scene_ids")
+        takeover_specs = scenes.distinct_specs(takeover_scene_ids, "takeover_scene_ids")
         for sid, source in potential_programs.items():
             problems = static_problems(source)
             if problems:
@@ -307,7 +314,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                  critic_updates=critic_updates,
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job),
                                  collect=collect, programs=potential_programs, bc_successes=bc_successes,
-                                 balance=balance_families, replicate=replicate)
+                                 balance=balance_families, replicate=replicate, takeover_scenes=takeover_specs)
             return {**info, "potential_scenes_without_rollouts": unused, "potential_failures": failed}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")

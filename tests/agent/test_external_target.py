@@ -69,7 +69,7 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
     cmd = [sys.executable, "-m", "coda.cli", "run", "--preset", "tiny", "--rounds", "2", "--families",
            "pick_place,stack", "--target", "external:robosuite:Lift,Stack", "--set",
            "external_eval_n=3,external_probe_n=3,external_start=true,external_template=true,external_proxies=2,"
-           "external_dt=true", "--runs-dir", str(tmp_path), "--name", "ext", "--json"]
+           "external_dt=true,external_takeover=true", "--runs-dir", str(tmp_path), "--name", "ext", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
@@ -99,6 +99,11 @@ def test_a_tiny_run_aims_at_its_external_failures(tmp_path):
     # and with external_dt the probe's scenes are in round 2's D_t
     assert steps["r1.train"]["result"]["external_dt_scenes"] == len({d["scene_id"] for d in probe["diagnoses"]})
     assert steps["r0.train"]["result"]["external_dt_scenes"] == 0
+    # and with external_takeover the policy was rolled out in them, the planner taking over where it failed
+    takeover = steps["r1.train"]["result"]["takeover"]
+    assert takeover["scenes"] == steps["r1.train"]["result"]["takeover_scenes"] == len(
+        {d["scene_id"] for d in probe["diagnoses"]}) and takeover["planner_calls"] == takeover["failed"]
+    assert "takeover" not in steps["r0.train"]["result"]
 
 
 def test_proxy_scenes_copy_the_external_start_only_when_the_preset_says_and_it_is_valid():
@@ -200,6 +205,14 @@ def test_the_autonomous_round_prompt_names_the_external_steps_only_with_targets(
     assert "demo_scene_ids" not in prompt(get_preset("tiny", external="robosuite:Lift", external_dt=False))
     dt = prompt(get_preset("tiny", external="robosuite:Lift", external_dt=True, external_proxies=5))
     assert "add those scenes to `demo_scene_ids`" in dt and "at most 5 per task" in dt
+    assert "takeover_scene_ids" not in dt
+    takeover = prompt(get_preset("tiny", external="robosuite:Lift", external_takeover=True))
+    assert "demo_scene_ids` (planner demonstrations on them) and to `takeover_scene_ids`" in takeover
+
+
+def test_external_takeover_needs_the_probe_scenes_in_d_t():
+    with pytest.raises(ValueError, match="external_takeover needs external_dt"):
+        get_preset("tiny", external="robosuite:Lift", external_takeover=True, external_dt=False)
 
 
 def test_a_method_without_a_critic_gets_the_probe_scenes_but_no_diagnoses(tmp_path, monkeypatch):

@@ -9,7 +9,13 @@ import torch
 from policy.awr import critic_update, policy_update
 from policy.bench import synthetic_observations
 from policy.buffer import ChunkReplayBuffer
-from policy.checkpoint import average_checkpoints, build_train_state, load_checkpoint, load_policy, save_checkpoint
+from policy.checkpoint import (
+    average_checkpoints,
+    build_train_state,
+    load_checkpoint,
+    load_policy,
+    save_checkpoint,
+)
 from policy.config import TrainConfig
 from policy.lora import add_lora
 from policy.modeling import ChunkPolicy

@@ -450,6 +450,31 @@ def test_a_training_replicate_reseeds_the_update_on_the_same_data(run_dir, seede
     assert not torch.equal(one, own) and not torch.equal(one, two)
 
 
+def test_takeover_scenes_add_the_planners_corrective_windows_to_the_bc_data(run_dir, seeded, monkeypatch):
+    """takeover_scenes: the policy is rolled out once per scene; each failure's diagnosed step is restored and the
+    planner's certified window from there joins the BC data."""
+    import policy.service as service_module
+    from policy.service import TrainerService
+
+    seen: list[list] = []
+    real = service_module.demo_buffer
+    monkeypatch.setattr(service_module, "demo_buffer", lambda demos, *a, **k: (seen.append(list(demos)),
+                                                                               real(demos, *a, **k))[1])
+    service = TrainerService(run_dir)
+    rid, spec = seeded["rollout"]["rollout_id"], SceneStore(run_dir).spec(seeded["scene_id"])
+    args = dict(critic_updates=0, policy_updates=1, collect="bc", scene_demos=[spec])
+    service.train([rid], **args)
+    plain = seen[-1]
+    info = service.train([rid], takeover_scenes=[spec], **args)
+    stats = info["takeover"]
+    assert stats["scenes"] == 1 and stats["failed"] == 1 == stats["planner_calls"]  # the seeded policy fails it
+    assert stats["certified"] == len(seen[-1]) - len(plain) == 1
+    window = seen[-1][-1]
+    assert window.spec_hash == spec.spec_hash() and window.success
+    assert window.meta["takeover_step"] == stats["takeover_steps"][0] < window.meta["base_steps"]
+    assert "takeover" not in service.train([rid], **args)
+
+
 def test_bc_update_balances_families_on_request(run_dir, seeded, monkeypatch):
     """balance_families: the BC data of the update has each family's episodes repeated to the largest family's
     transitions; without it, the data is the demos as they are."""
