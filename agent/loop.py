@@ -865,6 +865,8 @@ class CoEvolution:
         proxies = self.external_dt_scenes(r)
         if p.external_takeover and proxies and args["policy_updates"]:  # corrective windows where the policy fails
             args["takeover_scene_ids"] = proxies[:MAX_BATCH]
+        if p.round_takeover and args["policy_updates"]:  # ... and where it failed in the round's own rollouts
+            args["takeover_failed"] = True
         planned += proxies + self.execution_scenes(r)  # execution modes: BC on their scenes, never scene variants
         bc_scenes = list(dict.fromkeys(planned))[: 4 * MAX_BATCH] if args["policy_updates"] else []
         if bc_scenes:

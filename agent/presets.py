@@ -207,6 +207,11 @@ class Preset:
     step (the trainer's `takeover_scene_ids`); the certified corrective windows — a reopen and regrasp after a
     missed grasp, a pick-up after a drop — join the round's BC data. Off: the scenes give only from-reset demos,
     and nothing shows the policy a retry (lift bimodal v1: a missed grasp on robosuite is never retried)"""
+    round_takeover: bool = False
+    """the round's update also clones the planner's corrective windows from the round's own failed rollouts: where
+    each failure starts (its diagnosed step, the env restored exactly from the rollout's trace) the planner takes
+    over, and the certified windows join the BC data beside D_t (the trainer's `takeover_failed`; one planner call
+    per failed scene, no new rollouts). `external_takeover` does the same on the probe scenes"""
     external_eval_n: int = 50
     """episodes per external task and seed group of the evaluations before and after"""
     external_eval_seeds: int = 1
@@ -367,7 +372,7 @@ SETTABLE = ("intervention_variants", "intervention", "execution_variants", "demo
             "rollouts_per_scene", "max_diagnoses", "critic_updates", "policy_updates", "eval_per_suite", "interim_eval_per_suite", "eps_novel", "eps_replay", "lora",
             "round_update", "bc_balance", "share_round0", "targeted_operators", "targeted_batches", "novel_scenes", "mode_key", "round_rollouts", "round_demos", "external_start", "external_template", "external_gripper_rate", "external_probe_n", "external_eval_n",
             "external_eval_seeds", "external_proxies", "external_dt", "external_probe_all", "train_replicate",
-            "external_takeover")
+            "external_takeover", "round_takeover")
 """the budget fields `--set` may change"""
 
 

@@ -257,7 +257,7 @@ class TrainerService:
               policy_updates: int = POLICY_UPDATES, lora: bool = False, progress: Progress | None = None,
               collect: str = "branch", programs: Mapping[str, str] | None = None,
               bc_successes: bool = False, balance: bool = False, replicate: int = 0,
-              takeover_scenes: Sequence[SceneSpec] = ()) -> dict:
+              takeover_scenes: Sequence[SceneSpec] = (), takeover_failed: bool = False) -> dict:
         """Critic updates on the given rollouts (shaped by per-rollout potentials when given), then AWR policy
         updates, with BC on planner demos of `demo_families` (`demos_per_family` each) and of the scenes
         `scene_demos` (the round's D_t: every accepted environment of the round, or the targeted scenes of modes
@@ -280,7 +280,9 @@ class TrainerService:
         streams. `takeover_scenes`: the policy (mean actions) is rolled out once in each, and where it fails the
         planner takes over at the failure's diagnosed step (`policy.takeover`: the env restored exactly there); the
         certified corrective windows — a reopen and regrasp after a missed grasp, a pick-up after a drop — join
-        the BC data (info["takeover"]: planner calls, certified windows, takeover steps)."""
+        the BC data (info["takeover"]: planner calls, certified windows, takeover steps). `takeover_failed`: the
+        same windows from the failed ones of the given rollouts themselves (their saved traces; one per scene), no
+        new rollouts (info["takeover_rollouts"])."""
         if collect not in COLLECT:
             raise ValueError(f"collect must be one of {', '.join(COLLECT)}, got {collect!r}")
         with self.lock:
@@ -300,7 +302,9 @@ class TrainerService:
                 return self._train(state, episodes, potentials, demo_families, demos_per_family, scene_demos,
                                    critic_updates, policy_updates, lora, progress, specs, programs, bc_successes,
                                    bc_only=collect == "bc", balance=balance, advantage="q" if collect == "critic" else None,
-                                   takeover_scenes=takeover_scenes)
+                                   takeover_scenes=takeover_scenes,
+                                   takeover_from=[r for r in dict.fromkeys(rollout_ids) if takeover_failed
+                                                  and not self.episode(r).success])
             except BaseException:
                 self._restore()
                 raise
@@ -326,7 +330,8 @@ class TrainerService:
                critic_updates: int, policy_updates: int, lora: bool, progress: Progress | None,
                branch_specs: list[SceneSpec] | None = None, programs: Mapping[str, str] | None = None,
                bc_successes: bool = False, bc_only: bool = False, advantage: str | None = None,
-               balance: bool = False, takeover_scenes: Sequence[SceneSpec] = ()) -> dict:
+               balance: bool = False, takeover_scenes: Sequence[SceneSpec] = (),
+               takeover_from: Sequence[str] = ()) -> dict:
         if lora and state.extra.get("lora") is None:
             from policy.lora import add_lora
 
@@ -346,6 +351,12 @@ class TrainerService:
         own = self.demos_for_scenes(scene_demos) if scene_demos else []
         wins = list({id(ep): ep for ep in episodes if ep.success}.values()) if bc_successes else []
         windows, takeover = self._takeover_windows(state, takeover_scenes) if takeover_scenes else ([], None)
+        if takeover_from:  # the given failed rollouts, restored from their traces
+            from policy.takeover import takeover_demos
+
+            failed = [dataclasses.replace(self.episode(r), trace=self.trace(r)) for r in takeover_from]
+            own_windows, takeover_rollouts = takeover_demos(failed, "diagnosed", seed=state.step)
+            windows = windows + own_windows
         bc = demos + own + wins + windows  # family demos, planner demos of scenes, own successes, corrective windows
         if balance:
             bc = balance_families(bc)
@@ -374,6 +385,8 @@ class TrainerService:
         info["scene_demos"] = len(own)
         if takeover is not None:
             info["takeover"] = takeover
+        if takeover_from:
+            info["takeover_rollouts"] = {"failed": len(takeover_from), **takeover_rollouts}
         info["bc_successes"] = len(wins)
         info["checkpoint"] = Path(self.save(f"step{state.step:06d}")).stem
         return info

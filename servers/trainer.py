@@ -290,6 +290,10 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                               "planner takes over at the failure's diagnosed step; the certified corrective windows "
                               "(a regrasp after a missed grasp, ...) are mixed in as BC", max_length=MAX_BATCH),
         ] = [],  # noqa: B006
+        takeover_failed: Annotated[bool, Field(
+            description="also the corrective windows from the failed ones of rollout_ids themselves: the planner takes "
+                        "over at each failure's diagnosed step of its saved trace (one per scene), mixed in as BC")
+                                   ] = False,
     ) -> JobStarted:
         """Start a job: chunk-critic TD updates (shaped by the potentials) then AWR policy updates, with BC on
         planner demos of demo_families and demo_scene_ids (and, with bc_successes, the rollouts' successes)."""
@@ -314,7 +318,8 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                  critic_updates=critic_updates,
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job),
                                  collect=collect, programs=potential_programs, bc_successes=bc_successes,
-                                 balance=balance_families, replicate=replicate, takeover_scenes=takeover_specs)
+                                 balance=balance_families, replicate=replicate, takeover_scenes=takeover_specs,
+                                 takeover_failed=takeover_failed)
             return {**info, "potential_scenes_without_rollouts": unused, "potential_failures": failed}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")

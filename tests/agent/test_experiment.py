@@ -133,9 +133,10 @@ class FakeTrainer:
                            demo_scene_ids: list[str] = [],  # noqa: B006
                            critic_updates: int = 0, policy_updates: int = 0, lora: bool = False,
                            bc_successes: bool = False, collect: str = "branch",
-                           balance_families: bool = False, replicate: int = 0) -> dict:
+                           balance_families: bool = False, replicate: int = 0,
+                           takeover_failed: bool = False) -> dict:
             self.calls.append(("start_training", {"rollout_ids": rollout_ids, "potentials": potential_programs,
-                                                  "replicate": replicate,
+                                                  "replicate": replicate, "takeover_failed": takeover_failed,
                                                   "collect": collect,
                                                   "policy_updates": policy_updates, "critic_updates": critic_updates,
                                                   "demo_families": demo_families,
@@ -1239,6 +1240,14 @@ def test_a_training_replicate_reseeds_the_rounds_after_the_common_first(tmp_path
     assert all(t["replicate"] == 0 for t in runs["coda"].trainer.of("start_training"))
     with pytest.raises(ValueError, match="train_replicate must be >= 0"):
         replace(PRESET, train_replicate=-1)
+
+
+def test_round_takeover_asks_every_update_for_the_failed_rollouts_windows(tmp_path, runs):
+    """round_takeover: each round's update asks the trainer for the planner's windows from the round's own failed
+    rollouts (takeover_failed); off (the default), none does."""
+    run = run_method(tmp_path, "coda", preset=replace(PRESET, round_takeover=True))
+    assert [t["takeover_failed"] for t in run.trainer.of("start_training")] == [True] * PRESET.rounds
+    assert not any(t["takeover_failed"] for t in runs["coda"].trainer.of("start_training"))
 
 
 def test_modes_keyed_by_factor_reach_the_memory(tmp_path):

@@ -473,6 +473,11 @@ def test_takeover_scenes_add_the_planners_corrective_windows_to_the_bc_data(run_
     assert window.spec_hash == spec.spec_hash() and window.success
     assert window.meta["takeover_step"] == stats["takeover_steps"][0] < window.meta["base_steps"]
     assert "takeover" not in service.train([rid], **args)
+    # takeover_failed: the same windows from the given failed rollout's own trace, no new rollout
+    info = service.train([rid], takeover_failed=True, **args)
+    assert "takeover" not in info and info["takeover_rollouts"]["failed"] == 1 == info["takeover_rollouts"]["planner_calls"]
+    assert len(seen[-1]) - len(plain) == info["takeover_rollouts"]["certified"]
+    assert seen[-1][-1].meta["base_steps"] == seeded["rollout"]["steps"]
 
 
 def test_bc_update_balances_families_on_request(run_dir, seeded, monkeypatch):
