@@ -26,6 +26,7 @@ from policy.data import stack_obs
 from policy.evaluate import chunk_fn, evaluate, policy_robot, train_specs
 from policy.improve import awr_round, branch_round, collect
 from policy.rollout import Episode, planner_demos, rollout
+from policy.takeover import takeover_demos
 from policy.train import Progress, balance_families, bc_finetune, demo_buffer, train_sft
 from sim.constants import DEFAULT_ROBOT, OBS_INSTRUCTION
 from sim.spec import SceneSpec
@@ -312,8 +313,6 @@ class TrainerService:
     def _takeover_windows(self, state: TrainState, specs: Sequence[SceneSpec]) -> tuple[list[Episode], dict]:
         """The certified planner windows from the diagnosed steps of the policy's failures in `specs` (one mean
         rollout per scene, env seed 0) and their stats."""
-        from policy.takeover import takeover_demos
-
         was = state.policy.training
         state.policy.eval()
         try:
@@ -352,8 +351,6 @@ class TrainerService:
         wins = list({id(ep): ep for ep in episodes if ep.success}.values()) if bc_successes else []
         windows, takeover = self._takeover_windows(state, takeover_scenes) if takeover_scenes else ([], None)
         if takeover_from:  # the given failed rollouts, restored from their traces
-            from policy.takeover import takeover_demos
-
             failed = [dataclasses.replace(self.episode(r), trace=self.trace(r)) for r in takeover_from]
             own_windows, takeover_rollouts = takeover_demos(failed, "diagnosed", seed=state.step)
             windows = windows + own_windows
