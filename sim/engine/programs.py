@@ -125,6 +125,10 @@ def domain_randomize_scene(spec: SceneSpec, ranges: dict, rng_state: dict[str, A
     except (TypeError, ValueError, KeyError, OverflowError) as exc:
         raise ValueError(f"rng_state is not a numpy PCG64 bit-generator state ({type(exc).__name__}: {exc}); pass "
                          "np.random.default_rng(seed).bit_generator.state or the previous call's rng_state") from None
+    if rng.bit_generator.state["state"]["inc"] % 2 == 0:  # numpy takes it, but an even increment can make a stream
+        # that never changes (inc 0, state 0: every draw 0), and bounded draws then retry forever inside numpy
+        raise ValueError("rng_state.state.inc must be odd, as every PCG64 increment numpy makes is; pass "
+                         "np.random.default_rng(seed).bit_generator.state or the previous call's rng_state")
     ranges = DRRanges.model_validate(ranges).model_dump()
     new = V.domain_randomize(spec, rng, ranges)
     return Randomized(program=program_of(new), rng_state=rng.bit_generator.state)

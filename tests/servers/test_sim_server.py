@@ -213,6 +213,11 @@ def test_engine_tools_refuse_bad_values_naming_them(server):
             assert "ranges.bogus" in await err(c, "domain_randomize_scene", {**dr, "ranges": {**ranges, "bogus": [1, 1]}})
             assert "rng_state is not a numpy PCG64" in await err(
                 c, "domain_randomize_scene", {**dr, "rng_state": {**state, "state": {"state": -1, "inc": 1}}})
+            # an even increment numpy accepts: inc 0 with state 0 draws 0 forever, and the bounded draws of the
+            # randomization retried inside numpy until the server answered nothing more (red-team finding)
+            assert "rng_state.state.inc must be odd" in await err(
+                c, "domain_randomize_scene", {**dr, "rng_state": {**state, "state": {"state": 0, "inc": 0}}})
+            assert (await ok(c, "list_assets", {"limit": 1}))  # and the server still answers
             assert "unknown role(s) ['nope']; valid roles: dest, mover, obstacle, target" in await err(
                 c, "vary_scene", {"spec": spec, "factor": "layout", "n": 1, "roles": {"nope": "mug"}})
             assert "name(s) no object of the scene" in await err(
