@@ -122,7 +122,8 @@ def _snapshot(env: CodaEnv) -> tuple[np.ndarray, np.ndarray]:
 def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, candidates: int = 8,
                     gamma: float = 0.99, generator: torch.Generator | None = None, device="cpu", embedder=None,
                     batch: int = 16, phi: Mapping[str, PhiFn] | None = None, horizon: int = 3,
-                    beta: float = 1.0, shaping: str = "cut") -> list[BranchGroup]:
+                    beta: float = 1.0, shaping: str = "cut", failures: dict[str, str] | None = None
+                    ) -> list[BranchGroup]:
     """Branch groups at the first `levels` chunk boundaries of each scene's mean-policy episode (see module doc),
     in spec order, then by step (a trunk that ends earlier has fewer).
 
@@ -130,6 +131,11 @@ def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, cand
     after the branched chunk and the cut states valued by β·Φ (`shaping="cut"`), or run to the end and valued
     at the cut only in groups without any success (`shaping="fallback"`). Scenes are processed `batch` at a time;
     inference is batched over all their trunks and branches.
+
+    A scene whose potential fails on its cut states (`sim.potential.PotentialError`, e.g. a state its program was
+    not checked on) is recorded in `failures` (spec hash -> why) and trains nothing shaped: with "cut" its groups
+    are dropped (their branches stopped at the cut, so they have no return), with "fallback" they keep their
+    Monte-Carlo returns.
     """
     if levels < 1 or candidates < 1:
         raise ValueError(f"levels and candidates must be >= 1, got levels={levels}, candidates={candidates}")
@@ -142,12 +148,13 @@ def branch_rollouts(policy, specs: Sequence[SceneSpec], *, levels: int = 2, cand
     groups: list[BranchGroup] = []
     for start in range(0, len(specs), batch):
         groups += _branch_part(policy, specs[start : start + batch], levels, candidates, gamma, generator, device,
-                               embedder, phi or {}, horizon, beta, shaping == "fallback")
+                               embedder, phi or {}, horizon, beta, shaping == "fallback",
+                               failures if failures is not None else {})
     return groups
 
 
 def _branch_part(policy, part, levels, candidates, gamma, generator, device, embedder, phi, horizon, beta,
-                 fallback) -> list[BranchGroup]:
+                 fallback, failures) -> list[BranchGroup]:
     """`branch_rollouts` on one batch of scenes."""
     groups: list[BranchGroup] = []
     shaped = [s.spec_hash() in phi for s in part]
@@ -212,9 +219,13 @@ def _branch_part(policy, part, levels, candidates, gamma, generator, device, emb
         group.mean_return = float(gamma ** (trunks[i].steps - group.step) * trunks[i].success())
         if shaped[i] and (not fallback or not (group.returns.any() or group.mean_return > 0)):
             valued.add((i, level))
-    values = _cut_values(part, trunks, mine, log, cut, valued, phi, horizon)
+    values, failed = _cut_values(part, trunks, mine, log, cut, valued, phi, horizon)
+    for i in failed:
+        failures[part[i].spec_hash()] = failed[i]
     for i, level, group, envs, _ in sorted(mine, key=lambda m: (m[0], m[1])):  # spec order, then step
-        if (i, level) in valued:
+        if i in failed and stop[i]:  # cut branches without a value at the cut: no return to learn from
+            continue
+        if (i, level) in valued and i not in failed:
             group.shaped = True
             group.returns = np.array([_cut_return(*cut[(i, level, j)][:2], cut[(i, level, j)][1] and e.success(),
                                                   values.get((i, level, j)), group.step, gamma, beta)
@@ -242,9 +253,13 @@ def _cut_recorder(envs: list[CodaEnv], keys: list, cut: dict, horizon: int) -> C
     return record
 
 
-def _cut_values(part, trunks, mine, log, cut, valued, phi, horizon) -> dict:
-    """β-free Φ at every cut state of the `valued` groups that did not end, one potential call per scene."""
+def _cut_values(part, trunks, mine, log, cut, valued, phi, horizon) -> tuple[dict, dict[int, str]]:
+    """β-free Φ at every cut state of the `valued` groups that did not end, one potential call per scene; and the
+    scenes (index -> why) whose potential failed there."""
+    from sim.potential import PotentialError
+
     values: dict = {}
+    failed: dict[int, str] = {}
     for i, spec in enumerate(part):
         keys, states = [], []
         for si, level, _, envs, _ in mine:
@@ -260,11 +275,15 @@ def _cut_values(part, trunks, mine, log, cut, valued, phi, horizon) -> dict:
                 keys.append((i, level, "trunk"))
                 states.append(state)
         if keys:
-            vals = phi[spec.spec_hash()](trunks[i].state.initial_bottom, states)
+            try:
+                vals = phi[spec.spec_hash()](trunks[i].state.initial_bottom, states)
+            except PotentialError as exc:
+                failed[i] = f"at a branch's cut state: {exc}"
+                continue
             if len(vals) != len(keys):
                 raise ValueError(f"potential returned {len(vals)} values for {len(keys)} states")
             values.update(zip(keys, vals, strict=True))
-    return values
+    return values, failed
 
 
 def _cut_return(steps: int, ended: bool, success: bool, phi: float | None, t: int, gamma: float,

@@ -67,7 +67,9 @@ def branch_round(state: TrainState, specs: Sequence[SceneSpec], *, levels: int |
     horizon = cfg.branch_horizon if horizon is None else horizon
     shaping = cfg.branch_shaping if shaping is None else shaping
     gen = torch.Generator(device=state.device).manual_seed(seed)
+    failures: dict[str, str] = {}
     groups = branch_rollouts(state.policy, specs, levels=levels, candidates=candidates, gamma=cfg.gamma,
                              generator=gen, device=state.device, phi=phi, horizon=horizon, beta=cfg.shaping_beta,
-                             shaping=shaping)
-    return branch_awr_steps(state, groups, policy_updates, demo_buffer(demos) if demos else None)
+                             shaping=shaping, failures=failures)
+    info = branch_awr_steps(state, groups, policy_updates, demo_buffer(demos) if demos else None)
+    return {**info, "potential_failures": failures} if failures else info

@@ -317,9 +317,11 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
                                  demos_per_family=demos_per_family, scene_demos=demo_specs,
                                  critic_updates=critic_updates,
                                  policy_updates=policy_updates, lora=lora, progress=reporter(job),
-                                 collect=collect, programs=potential_programs, bc_successes=bc_successes,
+                                 collect=collect, bc_successes=bc_successes,
+                                 programs={sid: src for sid, src in potential_programs.items() if sid not in failed},
                                  balance=balance_families, replicate=replicate, takeover_scenes=takeover_specs,
                                  takeover_failed=takeover_failed)
+            failed.update((info.get("branch") or {}).pop("potential_failures", {}))  # failed on a branch's states
             return {**info, "potential_scenes_without_rollouts": unused, "potential_failures": failed}
 
         return JobStarted(job_id=jobs.start(run, kind="train"), kind="train")

@@ -39,6 +39,8 @@ MAX_SUBGOAL_CHARS = 200
 _FIXED_NAMES = ("SUBGOALS", "LEARNING_TOOL")
 """bound once, to a literal: the checker and the report use the literal, so the program may not re-bind them"""
 MAX_MS_PER_STATE = 1.0
+MAX_PROBLEMS = 20
+"""static problems reported per program (the sandbox's own check stops at as many); the rest are counted"""
 MIN_RANK_CORRELATION = 0.5
 FINALIZER = "sim.potential:evaluate_in_sandbox"
 SANDBOX_PRELOAD = ("sim.env", "sim.program", "sim.program_helpers", "sim.program_numpy")
@@ -70,7 +72,7 @@ def static_problems(source: str) -> list[str]:
     if problems:
         return problems
     tree = ast.parse(source)
-    helpers, sim_aliases, helper_aliases = helper_names(), set(), set()
+    helpers, sim_aliases, helper_aliases, unknown_imports = helper_names(), set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -89,19 +91,32 @@ def static_problems(source: str) -> list[str]:
                                         "use `from sim import helpers as h`")
                     helper_aliases.add(a.asname or a.name)
             elif node.module == "sim.helpers":
-                problems += [f"line {node.lineno}: sim.helpers has no function {a.name!r}"
-                             for a in node.names if a.name not in helpers and a.name != "SceneState"]
+                bad = [a.name for a in node.names if a.name not in helpers and a.name != "SceneState"]
+                problems += [f"line {node.lineno}: sim.helpers has no function {name!r}" for name in bad]
+                unknown_imports.update(bad)
             elif node.module not in ALLOWED_IMPORTS:
                 problems.append(f"line {node.lineno}: from {node.module} import ... is not allowed; import only "
                                 f"{', '.join(ALLOWED_IMPORTS)}")
+    unknown: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id in helper_aliases and node.attr not in helpers and node.attr != "SceneState":
-                problems.append(f"line {node.lineno}: sim.helpers has no function {node.attr!r}; available: "
-                                f"{', '.join(sorted(helpers))}")
+                if node.attr not in unknown:  # each unknown name once, the helpers listed once below
+                    problems.append(f"line {node.lineno}: sim.helpers has no function {node.attr!r}")
+                unknown.add(node.attr)
             elif node.value.id in sim_aliases and node.attr != "helpers":
                 problems.append(f"line {node.lineno}: only sim.helpers may be used from the SDK, not sim.{node.attr}")
-    return problems + _structure_problems(tree)
+    if unknown or unknown_imports:  # the helpers listed once, right after the first unknown name
+        first = next(i for i, p in enumerate(problems) if "sim.helpers has no function" in p)
+        problems.insert(first + 1, f"sim.helpers provides: {', '.join(sorted(helpers))}")
+    return _capped(list(dict.fromkeys(problems + _structure_problems(tree))))
+
+
+def _capped(problems: list[str]) -> list[str]:
+    """At most MAX_PROBLEMS problems, the rest counted in a last line."""
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    return problems[: MAX_PROBLEMS - 1] + [f"... and {len(problems) - MAX_PROBLEMS + 1} more problems"]
 
 
 def _literal(tree: ast.Module, name: str) -> Any:
@@ -177,10 +192,11 @@ def _rebinding_problems(tree: ast.Module) -> list[str]:
 # --- the runtime (runs inside the sandbox) ------------------------------------------------------------------
 
 
-def staged(namespace: dict, state, success, task_state=None) -> tuple[float, int, float]:
+def staged(namespace: dict, state, success, task_state=None, K: int | None = None) -> tuple[float, int, float]:
     """(Φ, k, φ_{k+1}) of a loaded program's namespace on one state: the program's functions get `state` (the
-    view, `program_state`), the task predicate ν is evaluated on `task_state` (the live state; default `state`)."""
-    K = len(namespace["SUBGOALS"])
+    view, `program_state`), the task predicate ν is evaluated on `task_state` (the live state; default `state`).
+    `K`: the number of subgoals, fixed before the program's functions first run (default: len(SUBGOALS) now)."""
+    K = len(namespace["SUBGOALS"]) if K is None else K
     k = 0
     while k < K and bool(namespace[f"complete_{k + 1}"](state)):
         k += 1
@@ -204,8 +220,12 @@ def evaluate_in_sandbox(namespace: dict, inputs: dict) -> dict:
     env = CodaEnv(SceneSpec.model_validate(inputs["spec"]))
     env.reset()
     success = env.spec.task.success
-    out: dict[str, Any] = {"K": len(namespace["SUBGOALS"]), "subgoals": list(namespace["SUBGOALS"]),
-                           "learning_tool": namespace.get("LEARNING_TOOL"), "episodes": []}
+    # what the program defined, read once before any of its functions runs; Φ uses this K throughout, and the
+    # values after the run are reported too, so the trusted side refuses a program that changed them meanwhile
+    subgoals = [str(s) for s in namespace["SUBGOALS"]][: MAX_SUBGOALS + 1]
+    K = len(subgoals)
+    out: dict[str, Any] = {"K": K, "subgoals": subgoals, "learning_tool": namespace.get("LEARNING_TOOL"),
+                           "episodes": []}
     for ep in inputs["episodes"]:
         env.state.initial_bottom = dict(ep["initial_bottom"])
         state = program_state(namespace, env.state)
@@ -215,14 +235,17 @@ def evaluate_in_sandbox(namespace: dict, inputs: dict) -> dict:
             env.data.qvel[:] = qvel
             _forward(env)
             t0 = time.perf_counter()
-            phi, k, nxt = staged(namespace, state, success, env.state)
-            again = staged(namespace, state, success, env.state)[0]
+            phi, k, nxt = staged(namespace, state, success, env.state, K)
+            again = staged(namespace, state, success, env.state, K)[0]
             rows["ms"].append((time.perf_counter() - t0) * 500.0)
             rows["phi"].append(_number(phi))
             rows["phi_again"].append(_number(again))
             rows["k"].append(k)
             rows["phi_next"].append(_number(nxt))
         out["episodes"].append(rows)
+    after = namespace.get("SUBGOALS")
+    out["unchanged"] = (isinstance(after, (list, tuple)) and [str(a) for a in after[: K + 1]] == subgoals
+                        and namespace.get("LEARNING_TOOL") == out["learning_tool"])
     return out
 
 
@@ -298,8 +321,8 @@ def check_program(source: str, spec, rollouts: list[dict], demos: list[dict], *,
     value = result.value
     tree = ast.parse(source)
     subgoals, tool = _literal(tree, "SUBGOALS"), _literal(tree, "LEARNING_TOOL")
-    if not isinstance(value, dict) or (value.get("subgoals"), value.get("learning_tool"), value.get("K")) != (
-            subgoals, tool, len(subgoals)):
+    if not isinstance(value, dict) or value.get("unchanged") is not True or (
+            value.get("subgoals"), value.get("learning_tool"), value.get("K")) != (subgoals, tool, len(subgoals)):
         # the report carries the literals, never what the program bound at run time
         return PotentialReport(ok=False, subgoals=subgoals, learning_tool=tool, errors=[
             "SUBGOALS or LEARNING_TOOL changed while the program ran (re-bound or mutated after the literal "
@@ -361,6 +384,9 @@ def phi_values(source: str, spec, episodes: list[dict], *, pool=None) -> list[li
     result = run_program(source, spec, episodes, pool=pool)
     if not result.ok:
         raise PotentialError(f"{result.error.kind}: {result.error.message}")
+    if result.value.get("unchanged") is not True:
+        raise PotentialError("SUBGOALS or LEARNING_TOOL changed while the program ran; define both once, as "
+                             "literals, and never change them")
     out = []
     for ep in result.value["episodes"]:
         if any(p is None for p in ep["phi"]):

@@ -120,6 +120,36 @@ def test_shaped_branches_are_cut_and_valued_by_the_potential(small_config, embed
 
 
 
+def test_a_potential_that_fails_at_a_cut_state_costs_only_its_scene(small_config, embedder):
+    """Session 35 (red team): a potential raising on a branch's cut state aborted the whole round's training. Now
+    its scene is reported and trains nothing shaped: "cut" drops its groups (their branches stopped without a
+    value), "fallback" keeps their Monte-Carlo returns; the other scenes are as without it."""
+    from sim.potential import PotentialError
+
+    torch.manual_seed(0)
+    state = build_train_state(small_config(), TrainConfig(), with_critic=False, device="cpu")
+    specs = [sample_spec("pick_place", 0), sample_spec("stack", 1)]
+    keys = [s.spec_hash() for s in specs]
+
+    def broken(ib, states):
+        raise PotentialError("runtime: line 8: ZeroDivisionError: float division by zero")
+
+    def run(**kw):
+        return branch_rollouts(state.policy, specs, levels=2, candidates=3, generator=torch.Generator().manual_seed(0),
+                               embedder=embedder, batch=2, horizon=2, **kw)
+
+    plain = run()
+    failures: dict[str, str] = {}
+    cut = run(phi={keys[0]: broken}, failures=failures)
+    assert list(failures) == [keys[0]] and "ZeroDivisionError" in failures[keys[0]]
+    assert [g.spec_hash for g in cut] == [keys[1], keys[1]] and not any(g.shaped for g in cut)
+    for a, b in zip(plain[2:], cut, strict=True):
+        np.testing.assert_allclose(a.returns, b.returns)
+    failures.clear()
+    fallback = run(phi={keys[0]: broken}, failures=failures, shaping="fallback")
+    assert list(failures) == [keys[0]] and len(fallback) == 4 and not any(g.shaped for g in fallback)
+
+
 def test_fallback_shaping_values_only_groups_without_a_success(small_config, embedder, monkeypatch):
     """shaping="fallback": branches run to the end; a group with no success is valued at the cut exactly as
     "cut" values it (same cut states, one Φ call per scene), and a group with a success keeps its sparse returns."""

@@ -292,6 +292,14 @@ def test_shaped_training_checkpoints_and_restart(run_dir, seeded):
             assert "ZeroDivisionError" in done["result"]["potential_failures"][scene_id], done["result"]
             assert done["result"]["shaped_rollouts"] == 0
             assert (await ok(c, "list_checkpoints", {}))["current_step"] == 3  # it trained (2 + 1 policy updates)
+            # ... and so under branch AWR, which values cut branches by Φ (session 35, red team: the failing program
+            # was handed to the branch rollouts anyway and its error aborted the job)
+            job = await ok(c, "start_training", {"rollout_ids": [rid], "potential_programs": {scene_id: broken},
+                                                 "critic_updates": 1, "policy_updates": 1, "collect": "branch"})
+            done = await finish(c, job["job_id"])
+            assert done["state"] == "succeeded", done
+            assert "ZeroDivisionError" in done["result"]["potential_failures"][scene_id], done["result"]
+            assert done["result"]["branch"]["shaped_groups"] == 0
 
             back = await ok(c, "load_checkpoint", {"tag": "base"})
             assert back["current_step"] == 0 and not back["has_critic"]

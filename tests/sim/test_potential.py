@@ -10,6 +10,8 @@ from memory_store.schema import LEARNING_TOOLS as MEMORY_TOOLS
 from sim.families import sample_spec
 from sim.potential import (
     LEARNING_TOOLS,
+    MAX_PROBLEMS,
+    PotentialError,
     check_program,
     episode,
     potentials,
@@ -172,6 +174,31 @@ def test_values_changed_at_run_time_are_refused_and_never_reported(scene):
     assert not report.ok and any("changed while the program ran" in e for e in report.errors), report.errors
     assert report.subgoals == [f"reach the {roles['t']}", f"put the {roles['t']} away"]
     assert report.learning_tool == "awr_shaped"
+
+
+def test_subgoals_changed_while_phi_is_computed_are_refused(scene):
+    """Session 35 (red team): SUBGOALS grown inside potential_1 after the first state changed K (and so Φ) for
+    every later state while the report still showed the literals; training-side Φ never compared them at all."""
+    spec, trace, roles = scene
+    source = program(roles).replace(
+        "def potential_1(s):\n", "def potential_1(s):\n    SUBGOALS.extend(['x'] * 999)\n", 1)
+    assert static_problems(source) == []  # a run-time mutation the static check cannot see
+    report = check_program(source, spec, [episode(trace, 8)], [episode(trace)])
+    assert not report.ok and any("changed while the program ran" in e for e in report.errors), report.errors
+    assert report.subgoals == [f"reach the {roles['t']}", f"put the {roles['t']} away"]
+    with pytest.raises(PotentialError, match="changed while the program ran"):
+        potentials(source, spec, trace, every=8)
+
+
+def test_static_problems_are_capped_and_name_each_unknown_helper_once(scene):
+    """Session 35 (red team): 24,700 lines of `h.q` gave 24,717 problems (7.8 MB, the helper list on each line)."""
+    source = program(scene[2]) + "\n" + "h.q\nh.r\n" * 5000 + "SUBGOALS = 1\n" * 300
+    problems = static_problems(source)
+    assert len(problems) <= MAX_PROBLEMS and problems[-1].startswith("... and ")
+    assert sum("has no function 'q'" in p for p in problems) == 1
+    assert sum("has no function 'r'" in p for p in problems) == 1
+    assert sum(p.startswith("sim.helpers provides: ") for p in problems) == 1
+    assert sum(len(p) for p in problems) < 10_000
 
 
 def test_potentials_of_a_trace_for_training(scene):
