@@ -19,13 +19,15 @@ from sim.scene_store import SceneStore
 
 INSTRUCTIONS = """Checks scenes before any rollout: verify_program runs a scene program in the sandbox and applies
 every check (executes, spec_valid, compiles, scale_plausible, receptacle_capacity, graspable_target, collision_free, stable, reachable, predicate_evaluable,
-predicate_false_at_start, optionally planner_solvable); each failed check says what to change. verify_scene checks a
+predicate_false_at_start, optionally train_side and planner_solvable); each failed check says what to change. verify_scene checks a
 stored scene (scene_id from the sim server) or a spec. check_predicate and check_potential check a success predicate
 and a Text2potential program against a scene."""
 
 SceneId = Annotated[str, Field(description="scene id (spec hash) from the sim server", pattern=SCENE_ID_PATTERN)]
 Source = Annotated[str, Field(description="program source (Python)", min_length=1, max_length=MAX_SOURCE_CHARS)]
 Planner = Annotated[bool, Field(description="also require the scripted planner to solve the scene (slower)")]
+TrainSide = Annotated[bool, Field(description="also refuse the OOD suites' held-out items (categories, instances, "
+                                               "seed layouts, task templates), as for an environment to train on")]
 
 
 def checked_spec(spec: dict) -> dict:
@@ -47,11 +49,12 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
         source: Source,
         seed: Annotated[int, Field(description="value of `seed` in the program", ge=0, le=2**31 - 1)] = 0,
         planner: Planner = False,
+        train_side: TrainSide = False,
         ctx: Context | None = None,
     ) -> VerifyResult:
         """Run a scene program in the sandbox and verify the scene it builds (each check, what to fix)."""
         with program_caller(ctx):
-            return verifier.verify_program(source, seed, planner)
+            return verifier.verify_program(source, seed, planner, train_side)
 
     @tool(mcp, READ_ONLY)
     def verify_scene(
@@ -60,13 +63,14 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
         spec: Annotated[dict[str, Any] | None, Field(description="a SceneSpec JSON object, e.g. get_scene's 'spec' "
                                                      "(give this or scene_id)")] = None,
         planner: Planner = False,
+        train_side: TrainSide = False,
     ) -> VerifyResult:
         """Verify a stored scene or a scene spec (each check, what to fix)."""
         if (scene_id is None) == (spec is None):
             raise ValueError("give exactly one of scene_id or spec")
         if scene_id is not None:
-            return verifier.verify_scene(scene_id, planner)
-        return verifier.verify_spec(checked_spec(spec), planner)
+            return verifier.verify_scene(scene_id, planner, train_side)
+        return verifier.verify_spec(checked_spec(spec), planner, train_side)
 
     @tool(mcp, READ_ONLY)
     def check_predicate(

@@ -225,21 +225,24 @@ class Verifier:
     def __init__(self, store: SceneStore):
         self.store = store
 
-    def verify_program(self, source: str, seed: int = 0, planner: bool = False) -> VerifyResult:
-        """Run a scene program in the sandbox and verify the spec it builds."""
+    def verify_program(self, source: str, seed: int = 0, planner: bool = False,
+                       train_side: bool = False) -> VerifyResult:
+        """Run a scene program in the sandbox and verify the spec it builds (`train_side`: as an environment to
+        train on, no held-out items)."""
         from sim.verify import verify_program
 
-        return result_of(verify_program(source, seed=seed, planner=planner, robot=self.store.robot))
+        return result_of(verify_program(source, seed=seed, planner=planner, robot=self.store.robot,
+                                        train_side=train_side))
 
-    def verify_spec(self, spec: SceneSpec | dict, planner: bool = False) -> VerifyResult:
+    def verify_spec(self, spec: SceneSpec | dict, planner: bool = False, train_side: bool = False) -> VerifyResult:
         """Verify a spec (a SceneSpec or its JSON form; its validity is the first check)."""
         from sim.verify import verify_spec
 
-        return result_of(verify_spec(spec, planner=planner, robot=self.store.robot))
+        return result_of(verify_spec(spec, planner=planner, robot=self.store.robot, train_side=train_side))
 
-    def verify_scene(self, scene_id: str, planner: bool = False) -> VerifyResult:
+    def verify_scene(self, scene_id: str, planner: bool = False, train_side: bool = False) -> VerifyResult:
         """Verify a stored scene."""
-        return self.verify_spec(self.store.spec(scene_id), planner)
+        return self.verify_spec(self.store.spec(scene_id), planner, train_side)
 
     def check_predicate(self, text: str, scene_id: str) -> PredicateCheck:
         """Check a predicate against a stored scene."""

@@ -162,4 +162,7 @@ def _free_spot(occ, rad: float, slots, rng, name: str) -> tuple[float, float]:
         y = float(rng.uniform(REGION_LOW[1], REGION_HIGH[1]))
         if occ.free(x, y, rad):
             return x, y
-    raise LayoutError(f"no free table spot for {name}; the table is full — remove objects or use smaller ones")
+    raise LayoutError(
+        f"no free table spot for {name} in the region where objects without an explicit xy go (x "
+        f"{REGION_LOW[0]:.2f}–{REGION_HIGH[0]:.2f} m, y {REGION_LOW[1]:.2f}–{REGION_HIGH[1]:.2f} m): give it "
+        f"place({name}, xy=(x, y)) inside the workspace, or remove objects or use smaller ones")

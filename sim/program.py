@@ -147,8 +147,12 @@ class PlaceRequest:
     __delattr__ = _read_only
 
 
-def place(obj, on="table", xy=None, near=None, gap: float = 0.05, yaw: float | None = None) -> PlaceRequest:
-    """Request a pose: on 'table' or on/in another object, at world `xy` or `gap` metres beside `near`."""
+def place(obj, on="table", xy=None, near=None, gap: float = 0.05, yaw: float | None = None, **unknown) -> PlaceRequest:
+    """Request a pose: on 'table' or on/in another object, at world `xy` or `gap` metres beside `near`, turned by
+    `yaw` radians about the vertical."""
+    if unknown:
+        raise SceneError(f"place({_name(obj)}): unknown argument {next(iter(unknown))!r}; valid arguments: obj, on, "
+                         "xy, near, gap, yaw")
     return PlaceRequest(obj, on=on, xy=xy, near=near, gap=gap, yaw=yaw)
 
 

@@ -102,6 +102,8 @@ def place(obj, on: Any = "table", xy=None, near=None, gap: float = 0.05, yaw: fl
     for key, value in numbers.items():
         if value is not None and not math.isfinite(float(value)):
             raise SceneError(f"place({_name(obj)}): {key} must be a finite number, got {value!r}")
+    if yaw is not None and not -2 * math.pi <= float(yaw) <= 2 * math.pi:
+        raise SceneError(f"place({_name(obj)}): yaw is in radians and must lie in [-6.283, 6.283], got {yaw!r}")
     return PlaceRequest(
         object=_name(obj),
         on=_name(on),
@@ -313,8 +315,9 @@ class Scene:
                 meta=dict(self.meta),
             )
         except ValidationError as exc:  # one readable line; the inputs (maybe huge) are not rendered
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
-                                 for e in exc.errors(include_url=False, include_input=False)[:5])
+            problems = "; ".join(
+                ".".join(map(str, e["loc"])) + ": " * bool(e["loc"]) + e["msg"].removeprefix("Value error, ")
+                for e in exc.errors(include_url=False, include_input=False)[:5])
             raise SceneError(f"the scene is not valid: {problems}") from None
 
 

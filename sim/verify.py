@@ -4,7 +4,8 @@ Checks, in order (later checks need earlier ones): `executes` (sandboxed program
 `compiles`, `scale_plausible`, `receptacle_capacity` (every receptacle can hold what the task puts in or on it),
 `graspable_target` (what the task moves is graspable in the asset pool), `collision_free` (no interpenetration
 at t = 0), `stable` (objects settle during a short passive simulation), `reachable`, `predicate_evaluable`,
-`predicate_false_at_start`, and optionally `planner_solvable`.
+`predicate_false_at_start`, and optionally `train_side` (no held-out category, instance, seed layout or task
+template: the OOD suites' items, which no environment the data engine trains on may use) and `planner_solvable`.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from sim import assets, helpers
 from sim.assets.types import ArticulatedAsset
+from sim.constants import WORKSPACE_HIGH, WORKSPACE_LOW
 from sim.predicates import Predicate
 from sim.slots import line_width, slot_line
 from sim.spec import SceneSpec
 
 PENETRATION_TOL = 0.004
-REACH_X, REACH_Y = (0.2, 0.9), (-0.42, 0.42)  # where a settled object counts as reachable (m)
+REACH_X, REACH_Y = (WORKSPACE_LOW[0], WORKSPACE_HIGH[0]), (WORKSPACE_LOW[1], WORKSPACE_HIGH[1])
+"""where a settled object counts as reachable (m): the box the gripper's targets are clipped to"""
 """metres of interpenetration tolerated at t = 0"""
 SETTLE_SECONDS = 0.6
 MAX_DRIFT = 0.02
@@ -36,6 +39,10 @@ MAX_TILT_CHANGE = 15.0
 """degrees an object may rotate while settling"""
 SCALE_SLACK = (0.6, 1.5)
 """accepted factor around a category's size range"""
+JOINT_TRAVEL_SLACK = 2.0
+"""largest accepted joint travel of an articulated object, as a factor of its instance's own"""
+JOINT_DAMPING_SLACK = 1000.0
+"""largest accepted joint damping, as a factor of its instance's own (the engine's stiffer joints: 5-20x)"""
 FILL = 1.0
 """largest share of a container's opening the footprints (bounding boxes) of its items may cover; bounding
 boxes overstate round items (three fruit in a basket solved by the planner cover 0.9), so this is lenient"""
@@ -65,14 +72,14 @@ class VerifyReport(BaseModel):
 
 
 def verify_program(source: str | bytes, seed: int = 0, *, planner: bool = False, pool=None, limits=None,
-                   robot: str | None = None) -> VerifyReport:
+                   robot: str | None = None, train_side: bool = False) -> VerifyReport:
     """Run a scene program in the sandbox, then verify the spec it builds (for `robot`, when given: the run's
-    embodiment instead of the one the program names)."""
-    return _verified(*_execute(source, seed, pool, limits), planner=planner, robot=robot)
+    embodiment instead of the one the program names; `train_side`: see `verify_spec`)."""
+    return _verified(*_execute(source, seed, pool, limits), planner=planner, robot=robot, train_side=train_side)
 
 
 def verify_programs(programs: Sequence[tuple[str | bytes, int]], *, planner: bool = False, pool=None, limits=None,
-                    lookahead: int = 2, robot: str | None = None) -> Iterator[VerifyReport]:
+                    lookahead: int = 2, robot: str | None = None, train_side: bool = False) -> Iterator[VerifyReport]:
     """`verify_program` over a stream of (source, seed), reports in order. A helper thread keeps up to
     `lookahead` programs running in the sandbox ahead of the spec checks here: the sandbox child is another
     process, so its run overlaps with the verification of the previous spec (on a second core)."""
@@ -87,7 +94,7 @@ def verify_programs(programs: Sequence[tuple[str | bytes, int]], *, planner: boo
             result, seconds = pending.popleft().result()
             if nxt < len(programs):
                 pending.append(submit(*programs[nxt]))
-            yield _verified(result, seconds, planner=planner, robot=robot)
+            yield _verified(result, seconds, planner=planner, robot=robot, train_side=train_side)
 
 
 def _execute(source: str | bytes, seed: int, pool, limits):
@@ -102,20 +109,22 @@ def _execute(source: str | bytes, seed: int, pool, limits):
     return result, time.perf_counter() - t0
 
 
-def _verified(result, run_seconds: float, *, planner: bool, robot: str | None = None) -> VerifyReport:
+def _verified(result, run_seconds: float, *, planner: bool, robot: str | None = None,
+              train_side: bool = False) -> VerifyReport:
     if not result.ok:
         err = result.error
         check = CheckResult(name="executes", passed=False, message=f"{err.kind}: {err.message}")
         return VerifyReport(passed=False, checks=[check], seconds=run_seconds)
-    report = verify_spec(result.value, planner=planner, robot=robot)
+    report = verify_spec(result.value, planner=planner, robot=robot, train_side=train_side)
     report.checks.insert(0, CheckResult(name="executes", passed=True))
     report.seconds += run_seconds
     return report
 
 
-def verify_spec(spec: SceneSpec | dict, *, planner: bool = False, robot: str | None = None) -> VerifyReport:
+def verify_spec(spec: SceneSpec | dict, *, planner: bool = False, robot: str | None = None,
+                train_side: bool = False) -> VerifyReport:
     """Verify a spec (or its JSON dict), for `robot` when given; never raises for a bad scene, reports it
-    instead."""
+    instead. `train_side`: also refuse held-out items (`heldout_items`), as for an environment to train on."""
     t0 = time.perf_counter()
     checks: list[CheckResult] = []
 
@@ -152,6 +161,11 @@ def verify_spec(spec: SceneSpec | dict, *, planner: bool = False, robot: str | N
     stable, reachable = _settle(env)
     checks += [stable, reachable]
     checks += _predicate(env)
+    if train_side:
+        held = heldout_items(spec)
+        checks.append(CheckResult(name="train_side", passed=not held, objects=[o for o, _ in held], message="" if not
+                                  held else "held out for the OOD suites, never trained on: " + "; ".join(
+                                      why for _, why in held) + " (use items of the train side: `coda sim assets`)"))
     if planner and all(c.passed for c in checks):
         from sim.planner import run_planner
 
@@ -164,6 +178,30 @@ def verify_spec(spec: SceneSpec | dict, *, planner: bool = False, robot: str | N
             msg = f"the scripted planner failed ({demo.failure}) after {demo.steps} steps"
         checks.append(CheckResult(name="planner_solvable", passed=demo.success, message=msg))
     return done(spec)
+
+
+def heldout_items(spec: SceneSpec) -> list[tuple[str, str]]:
+    """(object or "layout" / "task", why) for each item of `spec` on the held-out side of the split: a category
+    or instance of the OOD suites, a held-out seed layout, a held-out task template. A task a program words itself
+    (no template id) is not judged."""
+    from sim.families import get_family
+
+    out = []
+    for a in spec.attributes.objects:
+        asset = assets.get_asset(a.asset)
+        cat = assets.get_category(asset.category)
+        if cat.split == "heldout":
+            out.append((a.object, f"{a.object}: {cat.name} is a held-out category"))
+        elif asset.split == "heldout":
+            out.append((a.object, f"{a.object}: {a.asset} is a held-out instance of {cat.name}"))
+    slot = spec.layout.seed_layout
+    if slot is not None and slot >= assets.N_LAYOUTS - assets.HELDOUT_LAYOUTS:
+        last = assets.N_LAYOUTS - assets.HELDOUT_LAYOUTS - 1
+        out.append(("layout", f"seed layout {slot} is held out (train layouts: 0–{last})"))
+    template = get_family(spec.family).TEMPLATES.get(spec.task.template) if spec.task.template else None
+    if template is not None and template.split == "heldout":
+        out.append(("task", f"task template {template.id!r} is held out"))
+    return out
 
 
 def _scale(spec: SceneSpec) -> CheckResult:
@@ -184,6 +222,17 @@ def _scale(spec: SceneSpec) -> CheckResult:
         if a.friction is not None and not 0.05 <= a.friction <= 3.0:
             bad.append(a.object)
             msgs.append(f"{a.object} has friction {a.friction:g}; use a value in [0.05, 3]")
+        if isinstance(asset, ArticulatedAsset):
+            unit = "m" if asset.joint_type == "slide" else "rad"
+            own = asset.joint_range[1] - asset.joint_range[0]
+            if a.joint_range is not None and a.joint_range[1] - a.joint_range[0] > JOINT_TRAVEL_SLACK * own:
+                bad.append(a.object)
+                msgs.append(f"{a.object}'s joint travels {a.joint_range[1] - a.joint_range[0]:g} {unit}, implausible "
+                            f"for {asset.id} (its own {own:.3g} {unit}; use at most {JOINT_TRAVEL_SLACK * own:.3g})")
+            if a.damping is not None and a.damping > JOINT_DAMPING_SLACK * asset.damping:
+                bad.append(a.object)
+                msgs.append(f"{a.object}'s joint damping {a.damping:g} holds it shut (its own {asset.damping:.3g}; "
+                            f"use at most {JOINT_DAMPING_SLACK * asset.damping:.4g})")
     return CheckResult(name="scale_plausible", passed=not bad, message="; ".join(msgs), objects=sorted(set(bad)))
 
 

@@ -39,6 +39,8 @@ CASES = [
     (["run", "--runs-dir", "{tmp}/runs", "--name", "nope", "--resume"], ["--resume", "no run to continue", "nope"]),
     (["run", "--runs-dir", "{tmp}/runs", "--resume"], ["--resume", "--name"]),
     (["verify", "{tmp}/scene.py", "--seed", "-5"], ["--seed", ">= 0", "-5"]),
+    (["verify", "{tmp}"], ["is a folder", "eval --programs"]),
+    (["eval", "--policy", "{tmp}/p.pt", "--family", "stack", "--planner"], ["--planner", "--programs"]),
     (["serve", "sim", "--run-dir", ""], ["--run-dir", "empty"]),
     (["serve", "memory", "--run-dir", "{tmp}/rd/x", "--memory-uri", "/proc/nonexistent/mem"],
      ["--memory-uri", "/proc/nonexistent/mem", "cannot start"]),

@@ -219,8 +219,9 @@ def sdk_reference(hub: Hub | None) -> dict[str, str]:
 
 
 def verifier_errors(hub: Hub | None, source: str, seed: int) -> list[str]:
-    """The verifier's violations of a program, as repair instructions."""
-    report = sim_call(hub, "verifier", "verify_program", source=source, seed=seed)
+    """The verifier's violations of a program, as repair instructions (as an environment to train on: no item
+    the OOD suites hold out)."""
+    report = sim_call(hub, "verifier", "verify_program", source=source, seed=seed, train_side=True)
     return [f"{c['name']}: {c['message']}" for c in report["checks"] if not c["passed"]]
 
 

@@ -29,6 +29,10 @@ def register(sub, name: str) -> None:
     p.add_argument("--programs", nargs="+", metavar="PATH",
                    help="scene programs (.py files or folders of them) instead of a family's suites; each is "
                         "verified in the sandbox per seed, and one that fails is reported and skipped")
+    p.add_argument("--planner", action="store_true",
+                   help="with --programs: also require the scripted planner to solve each scene (slower); a scene "
+                        "it cannot solve (e.g. a goal out of reach) is skipped with the reason instead of counting "
+                        "as a failure of the policy")
     p.add_argument("--seeds", type=positive_int, default=1,
                    help="with --programs: episodes per program, with `seed` = 0 .. K-1 (the program's and the env's); "
                         "with --external: seed groups of --n episodes each per task")
@@ -75,6 +79,8 @@ def run(args) -> int:
                          "BENCH:TASK,... (an external benchmark)")
     if args.programs and args.family:
         raise ValueError("--family and --programs exclude each other: programs name their own family")
+    if args.planner and not args.programs:
+        raise ValueError("--planner applies to --programs only (the suites' scenes are solvable by construction)")
     files = program_paths(args.programs) if args.programs else []
     policy = Path(args.policy)
     if not policy.is_file():
@@ -84,7 +90,7 @@ def run(args) -> int:
     state = load_checkpoint(policy)
     with executor_from_args(args) as executor:
         if files:
-            out = evaluate_programs(state, files, args.seeds, args.mode, executor)
+            out = evaluate_programs(state, files, args.seeds, args.mode, executor, planner=args.planner)
             emit(out, args.json)
             return 0 if out["suites"] else 1
         from policy.evaluate import evaluate, policy_robot
@@ -147,9 +153,11 @@ def run_external(args) -> int:
     return 0
 
 
-def evaluate_programs(state, files: list[Path], seeds: int, mode: str, executor) -> dict:
-    """Per program, the suite-shaped result over its verified seeds; programs or seeds that fail verification are
-    listed under `skipped` with the verifier's reason and are not counted as failures of the policy."""
+def evaluate_programs(state, files: list[Path], seeds: int, mode: str, executor, planner: bool = False) -> dict:
+    """Per program, the suite-shaped result over its verified seeds; programs or seeds that fail verification (with
+    `planner`, also those the scripted planner cannot solve) are listed under `skipped` with the verifier's reason
+    and are not counted as failures of the policy. `scenes`: the distinct scenes a program gave (fewer than its
+    episodes when it ignores `seed`: then its episodes repeat one scene and are not independent)."""
     import time
 
     from policy.evaluate import policy_robot, run_episodes, success_stats
@@ -158,7 +166,7 @@ def evaluate_programs(state, files: list[Path], seeds: int, mode: str, executor)
 
     jobs = [(f, s) for f in files for s in range(seeds)]
     specs, kept, skipped = [], [], []
-    reports = verify_programs([(f.read_bytes(), s) for f, s in jobs])
+    reports = verify_programs([(f.read_bytes(), s) for f, s in jobs], planner=planner)
     for (f, s), report in zip(jobs, reports, strict=True):
         if report.passed:
             specs.append(SceneSpec.model_validate(report.spec).with_robot(policy_robot(state)))  # the policy's body
@@ -173,7 +181,11 @@ def evaluate_programs(state, files: list[Path], seeds: int, mode: str, executor)
     suites = []
     for f in dict.fromkeys(f for f, _ in kept):
         mine = [(ep, spec) for (g, _), ep, spec in zip(kept, episodes, specs, strict=True) if g == f]
+        scenes = len({spec.spec_hash() for _, spec in mine})
         suites.append({"family": mine[0][1].family, "suite": str(f), **success_stats([ep for ep, _ in mine]),
-                       "seconds": round(seconds * len(mine) / len(episodes), 2)})
-    total = success_stats(episodes) if episodes else {"n": 0}
+                       "scenes": scenes, "seconds": round(seconds * len(mine) / len(episodes), 2)})
+        if scenes < len(mine):
+            print(f"coda eval: {f} gave {scenes} distinct scene(s) for {len(mine)} seeds: does it use `seed`? "
+                  "Repeated scenes are not independent episodes", file=sys.stderr)
+    total = {**(success_stats(episodes) if episodes else {"n": 0}), "skipped": len(skipped)}
     return {"suites": suites, "total": total, "skipped": skipped}

@@ -15,6 +15,9 @@ def register(sub, name: str) -> None:
     p.add_argument("--seeds", type=positive_int, default=1,
                    help="verify K seeds, --seed .. --seed+K-1 (programs that draw from scene.rng need several)")
     p.add_argument("--planner", action="store_true", help="also require the scripted planner to solve it")
+    p.add_argument("--train-side", action="store_true",
+                   help="also refuse what the OOD suites hold out (categories, instances, seed layouts, task "
+                        "templates), as the loop does for every environment it trains on")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -23,11 +26,13 @@ def run(args) -> int:
     from sim.verify import verify_programs
 
     path = Path(args.program)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; coda verify takes one program (coda eval --programs takes folders)")
     if not path.is_file():
         raise ValueError(f"{path}: no such scene program")
     seeds = list(range(args.seed, args.seed + args.seeds))
     source = path.read_bytes()
-    reports = list(verify_programs([(source, s) for s in seeds], planner=args.planner))
+    reports = list(verify_programs([(source, s) for s in seeds], planner=args.planner, train_side=args.train_side))
     if args.json:
         rows = [{"seed": s, **r.model_dump(mode="json", exclude={"spec"})} for s, r in zip(seeds, reports, strict=True)]
         emit(rows[0] if len(rows) == 1 else {"passed": all(r.passed for r in reports), "seeds": rows}, True)

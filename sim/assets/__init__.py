@@ -316,8 +316,8 @@ def get_category(name: str) -> Category:
     if name in pool.categories:
         return pool.categories[name]
     close = difflib.get_close_matches(str(name), pool.names, n=3)
-    hint = f"; did you mean: {', '.join(close)}?" if close else ""
-    raise UnknownAssetError(f"unknown object category {name!r}{hint} valid categories: {', '.join(pool.names)}")
+    hint = f" (did you mean: {', '.join(close)}?)" if close else ""
+    raise UnknownAssetError(f"unknown object category {name!r}{hint}; valid categories: {', '.join(pool.names)}")
 
 
 def get_asset(asset_id: str) -> RigidAsset | ArticulatedAsset:

@@ -39,7 +39,7 @@ def test_a_misspelled_argument_is_an_error_naming_it_and_the_valid_ones(tmp_path
     async def main():
         async with Client(build_server(tmp_path)) as c:
             text = await err(c, "verify_program", {"source": SCENE_PROGRAM, "sed": 1})
-            assert "argument sed: not an argument of this tool (its arguments: source, seed, planner)" in text
+            assert "argument sed: not an argument of this tool (its arguments: source, seed, planner, train_side)" in text
             good = await ok(c, "verify_program", {"source": SCENE_PROGRAM, "seed": 1})
             assert good["passed"]
 

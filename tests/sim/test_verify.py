@@ -54,6 +54,66 @@ def test_an_unreachable_object_is_reported_with_where_it_is_and_the_workspace():
     assert not check.passed and "at (1.50," in check.message and "x in [0.20, 0.90] m" in check.message
 
 
+def test_an_object_beyond_the_grippers_reach_in_y_is_unreachable():
+    """Session 35 (outsider): y up to ±0.42 passed while the gripper's targets are clipped at ±0.40."""
+    data = sample_spec("pick_place", 0).model_dump(mode="json")
+    data["layout"]["placements"][0]["y"] = 0.41
+    check = next(c for c in verify_spec(data).checks if c.name == "reachable")
+    assert not check.passed and "y in [-0.40, 0.40] m" in check.message
+
+
+def test_train_side_check_refuses_the_ood_suites_items_and_names_them():
+    """Session 35: environments to train on (the loop's, an LLM engine's repairs) must not use what the OOD suites
+    hold out; user programs to evaluate may (the check is opt-in)."""
+    from sim.suites import suite_specs
+
+    clean = sample_spec("pick_place", 0)
+    assert next(c for c in verify_spec(clean, train_side=True).checks if c.name == "train_side").passed
+    assert all(c.name != "train_side" for c in verify_spec(clean).checks)
+    for suite, words in [("categories", "held-out category"), ("instances", "held-out instance"),
+                         ("layouts", "seed layout"), ("tasks", "task template")]:
+        spec = suite_specs("pick_place", suite, 1)[0]
+        check = next(c for c in verify_spec(spec, train_side=True).checks if c.name == "train_side")
+        assert not check.passed and words in check.message and "never trained on" in check.message, (suite, check)
+    source = (SCENES / "pick_place.py").read_text().replace('"mug"', '"rubber_duck"').replace("mug", "duck")
+    report = verify_program(source, seed=0, train_side=True)
+    check = next(c for c in report.checks if c.name == "train_side")
+    assert not check.passed and check.objects == ["rubber_duck"] and "rubber_duck is a held-out category" in check.message
+
+
+def test_a_joint_damped_shut_or_travelling_metres_is_implausible():
+    """Session 35 (outsider): a drawer with 6 m of travel and a door with damping 1e5 passed every check."""
+    for edit, words in [("damping=1e5", "holds it shut"), ("joint_range=(0.0, 6.0)", "joint travels 6 m")]:
+        source = (SCENES / "articulated.py").read_text().replace("damping=0.5", edit)
+        check = next(c for c in verify_program(source, seed=0).checks if c.name == "scale_plausible")
+        assert not check.passed and words in check.message and check.objects == ["drawer"], check
+    assert verify_program((SCENES / "articulated.py").read_text().replace("damping=0.5", "damping=10"), seed=0).passed
+
+
+@pytest.mark.parametrize(("success", "words"), [
+    ("open_fraction(drawer, min=0.7, max=0.3)", "min=0.7 is above max=0.3"),
+    ("open_fraction(drawer, min=1.5)", "min=1.5 can never hold"),
+])
+def test_a_success_condition_that_can_never_hold_is_refused_with_the_range(success, words):
+    source = (SCENES / "articulated.py").read_text().replace("open_fraction(drawer, min=0.6)", success)
+    report = verify_program(source, seed=0)
+    assert not report.passed and report.checks[0].name == "executes" and words in report.checks[0].message, report
+    assert "Value error" not in report.checks[0].message
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ("near=mug, gap=0.08)", "nera=mug)", "place(bowl): unknown argument 'nera'; valid arguments: obj, on, xy"),
+    ("xy=(0.45, -0.10))", "xy=(0.45, -0.10), yaw=90)", "place(mug): yaw is in radians"),
+    ("inside(mug, bowl)", "inside('cup', bowl)", "the scene is not valid: success predicate names unknown object"),
+])
+def test_mistakes_in_a_program_read_as_one_plain_line(old, new, words):
+    """Session 35 (outsider): a keyword typo in place() gave a bare TypeError, yaw in degrees and a missing object
+    came back as ': Value error, ...' without the object."""
+    source = (SCENES / "pick_place.py").read_text().replace(old, new)
+    message = verify_program(source, seed=0).checks[0].message
+    assert words in message and "Value error" not in message and ": :" not in message and "\n" not in message
+
+
 def test_invalid_spec_dict_is_reported_not_raised():
     spec = sample_spec("pick_place", 0).model_dump(mode="json")
     spec["attributes"]["objects"][0]["mass"] = -1.0
