@@ -67,7 +67,7 @@ def fake_verifier():
     mcp = new_server("coda-verifier", "scripted")
 
     @tool(mcp, READ_ONLY)
-    def verify_scene(scene_id: str) -> dict:
+    def verify_scene(scene_id: str, train_side: bool = False) -> dict:
         return {"passed": True, "checks": []}
 
     @tool(mcp, READ_ONLY)
