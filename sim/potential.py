@@ -72,7 +72,7 @@ def static_problems(source: str) -> list[str]:
     if problems:
         return problems
     tree = ast.parse(source)
-    helpers, sim_aliases, helper_aliases, unknown_imports = helper_names(), set(), set(), set()
+    helpers, sim_aliases, helper_aliases, unknown = helper_names(), set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -91,13 +91,13 @@ def static_problems(source: str) -> list[str]:
                                         "use `from sim import helpers as h`")
                     helper_aliases.add(a.asname or a.name)
             elif node.module == "sim.helpers":
-                bad = [a.name for a in node.names if a.name not in helpers and a.name != "SceneState"]
-                problems += [f"line {node.lineno}: sim.helpers has no function {name!r}" for name in bad]
-                unknown_imports.update(bad)
+                for a in node.names:
+                    if a.name not in helpers and a.name != "SceneState" and a.name not in unknown:
+                        problems.append(f"line {node.lineno}: sim.helpers has no function {a.name!r}")
+                        unknown.add(a.name)
             elif node.module not in ALLOWED_IMPORTS:
                 problems.append(f"line {node.lineno}: from {node.module} import ... is not allowed; import only "
                                 f"{', '.join(ALLOWED_IMPORTS)}")
-    unknown: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id in helper_aliases and node.attr not in helpers and node.attr != "SceneState":
@@ -106,7 +106,7 @@ def static_problems(source: str) -> list[str]:
                 unknown.add(node.attr)
             elif node.value.id in sim_aliases and node.attr != "helpers":
                 problems.append(f"line {node.lineno}: only sim.helpers may be used from the SDK, not sim.{node.attr}")
-    if unknown or unknown_imports:  # the helpers listed once, right after the first unknown name
+    if unknown:  # the helpers listed once, right after the first unknown name
         first = next(i for i, p in enumerate(problems) if "sim.helpers has no function" in p)
         problems.insert(first + 1, f"sim.helpers provides: {', '.join(sorted(helpers))}")
     return _capped(list(dict.fromkeys(problems + _structure_problems(tree))))

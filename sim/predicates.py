@@ -34,12 +34,12 @@ ATOM_SIGNATURES: dict[str, tuple[int, dict[str, float]]] = {
 
 PARAM_RANGES: dict[str, dict[str, tuple[float, float, str]]] = {
     "lifted": {"height": (0.0, 0.6, "use a height in (0, 0.6] m: the gripper reaches 0.60 m above the table")},
-    "open_fraction": {"min": (-1e-9, 1.0, "fractions of the joint's range lie in [0, 1]"),
-                      "max": (0.0, 1.0, "fractions of the joint's range lie in [0, 1], max > 0")},
+    "open_fraction": {"max": (0.0, 1.0, "fractions of the joint's range lie in [0, 1], max > 0")},
     "near": {"dist": (0.0, 2.0, "use a distance in (0, 2] m")},
     "upright": {"tol_deg": (0.0, 180.0, "use a tolerance in (0, 180] degrees")},
 }
-"""(low, high] of each parameter a success condition can be met with, and what to use instead"""
+"""(low, high] of each parameter a success condition can be met with, and what to use instead
+(`open_fraction`'s min: [0, max], checked with max)"""
 
 
 class _Node(BaseModel):
@@ -78,9 +78,9 @@ class Atom(_Node):
             value = self.param(key)
             if not low < value <= high:
                 raise ValueError(f"{self.op}({', '.join(self.args)}): {key}={value:g} can never hold; {what}")
-        if self.op == "open_fraction" and self.param("min") > self.param("max"):
-            raise ValueError(f"open_fraction({self.args[0]}): min={self.param('min'):g} is above "
-                             f"max={self.param('max'):g}, so it can never hold; use 0 <= min <= max <= 1")
+        if self.op == "open_fraction" and not 0.0 <= (low := self.param("min")) <= (high := self.param("max")):
+            why = f"is above max={high:g}, so min={low:g} can never hold" if low > high else "lies outside [0, 1]"
+            raise ValueError(f"open_fraction({self.args[0]}): min={low:g} {why}; use 0 <= min <= max <= 1")
 
     def param(self, key: str) -> float:
         return self.params.get(key, ATOM_SIGNATURES[self.op][1][key])

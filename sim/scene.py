@@ -33,6 +33,7 @@ from sim import assets, layout
 from sim.constants import DEFAULT_ROBOT, MAX_OBJECTS, ROBOTS, ROLES
 from sim.predicates import ATOMS, Predicate
 from sim.spec import (
+    BOUNDS,
     AttributeSpec,
     LayoutSpec,
     ObjectAttributes,
@@ -102,8 +103,9 @@ def place(obj, on: Any = "table", xy=None, near=None, gap: float = 0.05, yaw: fl
     for key, value in numbers.items():
         if value is not None and not math.isfinite(float(value)):
             raise SceneError(f"place({_name(obj)}): {key} must be a finite number, got {value!r}")
-    if yaw is not None and not -2 * math.pi <= float(yaw) <= 2 * math.pi:
-        raise SceneError(f"place({_name(obj)}): yaw is in radians and must lie in [-6.283, 6.283], got {yaw!r}")
+    low, high, _ = BOUNDS["yaw"]
+    if yaw is not None and not low <= float(yaw) <= high:
+        raise SceneError(f"place({_name(obj)}): yaw is in radians and must lie in [{low:.3f}, {high:.3f}], got {yaw!r}")
     return PlaceRequest(
         object=_name(obj),
         on=_name(on),

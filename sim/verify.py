@@ -29,9 +29,9 @@ from sim.slots import line_width, slot_line
 from sim.spec import SceneSpec
 
 PENETRATION_TOL = 0.004
+"""metres of interpenetration tolerated at t = 0"""
 REACH_X, REACH_Y = (WORKSPACE_LOW[0], WORKSPACE_HIGH[0]), (WORKSPACE_LOW[1], WORKSPACE_HIGH[1])
 """where a settled object counts as reachable (m): the box the gripper's targets are clipped to"""
-"""metres of interpenetration tolerated at t = 0"""
 SETTLE_SECONDS = 0.6
 MAX_DRIFT = 0.02
 """metres an object may move while settling"""
