@@ -13,7 +13,8 @@ from pathlib import Path
 
 def register(sub, name: str) -> None:
     p = sub.add_parser(name, help="print a claude_desktop_config.json block (or a generic one) for the servers")
-    p.add_argument("--run-dir", default="runs/default", help="run directory the servers share")
+    p.add_argument("--run-dir", default=None, help="run directory the servers share (default: `coda serve`'s, "
+                   "$CODA_RUN_DIR else ~/.local/share/coda/runs/default)")
     p.add_argument("--client", choices=["claude", "generic"], default="claude")
     p.set_defaults(func=run)
 
@@ -56,5 +57,7 @@ def config(run_dir: str | Path, client: str = "claude") -> dict:
 
 
 def run(args) -> int:
-    print(json.dumps(config(args.run_dir, args.client), indent=2))
+    from coda.commands.serve import default_run_dir
+
+    print(json.dumps(config(default_run_dir() if args.run_dir is None else args.run_dir, args.client), indent=2))
     return 0

@@ -1,6 +1,7 @@
 """`coda serve NAME`: run one MCP server (sim, verifier, memory, trainer) over stdio or streamable HTTP.
 
     coda serve sim --run-dir runs/demo                          # stdio (for Claude Desktop and other clients)
+    coda serve sim                                              # run dir: $CODA_RUN_DIR, else ~/.local/share/coda/runs/default
     coda serve memory --transport http --port 8733              # http://127.0.0.1:8733/mcp
     CODA_MCP_TOKEN=... coda serve sim --transport http --host 0.0.0.0 --allow-host myhost:8731
 
@@ -28,7 +29,17 @@ SERVERS: dict[str, str] = {
 """server name -> "module:factory"; factory(run_dir: Path, **options) -> MCPServer (options it does not take are
 not passed)"""
 DEFAULT_PORTS = {"sim": 8731, "verifier": 8732, "memory": 8733, "trainer": 8734}
-DEFAULT_RUN_DIR = "runs/default"
+RUN_DIR_ENV = "CODA_RUN_DIR"
+
+
+def default_run_dir() -> Path:
+    """Where a server keeps its files when no --run-dir is given: $CODA_RUN_DIR, else the user's data directory
+    ($XDG_DATA_HOME or ~/.local/share)/coda/runs/default — never the working directory, which an MCP client
+    chooses (Claude Desktop starts servers in / or the user's home)."""
+    if os.environ.get(RUN_DIR_ENV, "").strip():
+        return Path(os.environ[RUN_DIR_ENV]).expanduser()
+    data = os.environ.get("XDG_DATA_HOME", "").strip()
+    return (Path(data) if data else Path.home() / ".local" / "share") / "coda" / "runs" / "default"
 TOKEN_ENV = "CODA_MCP_TOKEN"
 
 
@@ -81,7 +92,8 @@ def register(sub, name: str) -> None:
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=None, help="HTTP port (default: sim 8731, verifier 8732, "
                    "memory 8733, trainer 8734)")
-    p.add_argument("--run-dir", default=DEFAULT_RUN_DIR, help=f"run directory (default {DEFAULT_RUN_DIR})")
+    p.add_argument("--run-dir", default=None, help=f"run directory (default ${RUN_DIR_ENV}, else "
+                   "~/.local/share/coda/runs/default; servers sharing one see the same scenes, traces and memory)")
     p.add_argument("--token", default=None, help=f"bearer token HTTP clients must send (default: ${TOKEN_ENV})")
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST:PORT",
                    help="extra Host header accepted by the HTTP transport (repeatable)")
@@ -134,11 +146,13 @@ def run(args) -> int:
         except ValueError as exc:
             print(f"coda serve: {exc}", file=sys.stderr)
             return 2
-    if not args.run_dir.strip():
+    if args.run_dir is not None and not args.run_dir.strip():
         print("coda serve: --run-dir is empty; give the run directory the server keeps its files in "
-              f"(default {DEFAULT_RUN_DIR})", file=sys.stderr)
+              f"(default ${RUN_DIR_ENV}, else {default_run_dir()})", file=sys.stderr)
         return 2
-    run_dir = Path(args.run_dir).expanduser().resolve()
+    run_dir = (default_run_dir() if args.run_dir is None else Path(args.run_dir)).expanduser().resolve()
+    if args.run_dir is None:  # stderr: stdout is the stdio transport's
+        print(f"coda serve: no --run-dir given; the {args.server} server keeps its files in {run_dir}", file=sys.stderr)
     created = next((p for p in (run_dir, *run_dir.parents) if p.parent.exists()), None) if not run_dir.exists() \
         else None  # the outermost folder this command makes: removed again when the server cannot start
     try:

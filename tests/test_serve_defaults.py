@@ -1,0 +1,40 @@
+"""Where `coda serve` keeps its files without --run-dir: never the working directory an MCP client chose."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CODA_RUN_DIR", "XDG_DATA_HOME")}
+    return {**env, **extra}
+
+
+def test_serve_without_run_dir_uses_the_user_data_dir_not_the_cwd(tmp_path):
+    cwd, data = tmp_path / "cwd", tmp_path / "data"
+    cwd.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "coda.cli", "serve", "verifier"], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, cwd=cwd, env=_env(XDG_DATA_HOME=str(data)))
+    where = data / "coda" / "runs" / "default"
+    assert proc.returncode == 0, proc.stderr
+    assert list(cwd.iterdir()) == []  # nothing in the working directory
+    assert where.is_dir()
+    assert f"keeps its files in {where}" in proc.stderr
+    assert proc.stdout == ""  # stdout is the stdio transport's
+
+
+def test_coda_run_dir_env_wins_and_mcp_config_names_the_same_dir(tmp_path):
+    cwd, chosen = tmp_path / "cwd", tmp_path / "shared" / "run"
+    cwd.mkdir()
+    env = _env(CODA_RUN_DIR=str(chosen), XDG_DATA_HOME=str(tmp_path / "data"))
+    proc = subprocess.run([sys.executable, "-m", "coda.cli", "serve", "verifier"], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert chosen.is_dir() and not (tmp_path / "data").exists() and list(cwd.iterdir()) == []
+    cfg = subprocess.run([sys.executable, "-m", "coda.cli", "mcp-config"], capture_output=True, text=True,
+                         timeout=120, cwd=cwd, env=env)
+    args = json.loads(cfg.stdout)["mcpServers"]["coda-sim"]["args"]
+    assert args[args.index("--run-dir") + 1] == str(chosen)
