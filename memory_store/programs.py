@@ -107,11 +107,32 @@ def bind_roles(
         for name in options[i]:
             if name not in chosen.values():
                 chosen[roles[i]] = name
-                search(i + 1, chosen)
+                if _matchable(options[i + 1:], set(chosen.values())):  # else no binding below: never entered
+                    search(i + 1, chosen)
                 del chosen[roles[i]]
 
-    search(0, {})
+    if _matchable(options, set()):
+        search(0, {})
     return bindings
+
+
+def _matchable(options: Sequence[Sequence[str]], used: set[str]) -> bool:
+    """Whether every role (its candidate names in `options`) can get a distinct object outside `used` (a bipartite
+    matching by augmenting paths). `bind_roles` enters only branches that pass, so it finds each binding in
+    polynomial time instead of trying every partial assignment of a role nothing can fill."""
+    owner: dict[str, int] = {}
+
+    def augment(i: int, seen: set[str]) -> bool:
+        for name in options[i]:
+            if name in used or name in seen:
+                continue
+            seen.add(name)
+            if name not in owner or augment(owner[name], seen):
+                owner[name] = i
+                return True
+        return False
+
+    return all(augment(i, set()) for i in range(len(options)))
 
 
 # --- generation programs Ω ------------------------------------------------------------------------

@@ -183,14 +183,24 @@ class MemoryService:
 
     def learning_progress(self, mode_id: str, before: float, after: float, round_: int | None = None,
                           training_program_id: str | None = None, updates: int = 0) -> ModeSummary:
-        """Fold a training outcome into the mode's importance (and into its training program's evidence)."""
-        if training_program_id is not None:
-            program = self.store.get("training_programs", training_program_id)
-            if program is None:
-                raise LookupError(f"unknown training_program_id {training_program_id!r}; store it with "
-                                  "put_training_program first")
-            self.store.put(record_outcome(program, before, after, updates))
-        return mode_summary(self._update_mode(mode_id, lambda m: mode_ops.observe_training(m, before, after, round_)))
+        """Fold a training outcome into the mode's importance (and into its training program's evidence). Both are
+        checked before either is written: a call that fails changes nothing."""
+        with self._lock, self.store.lock("modes"):
+            mode = self.mode(mode_id)
+            program = None
+            if training_program_id is not None:
+                program = self.store.get("training_programs", training_program_id)
+                if program is None:
+                    raise LookupError(f"unknown training_program_id {training_program_id!r}; store it with "
+                                      "put_training_program first")
+                if program.mode_id != mode_id:
+                    raise ValueError(f"training_program_id {training_program_id!r} trains mode {program.mode_id!r}, "
+                                     f"not mode_id {mode_id!r}")
+            mode_ops.observe_training(mode, before, after, round_)
+            if program is not None:
+                self.store.put(record_outcome(program, before, after, updates))
+            self.store.put(mode)
+            return mode_summary(mode)
 
     def hardness(self, mode_id: str, successes: int | None, n: int | None, policy_id: str | None = None,
                  round_: int | None = None, band: tuple[float, float] = DEFAULT_BAND) -> ModeSummary:
@@ -236,7 +246,10 @@ class MemoryService:
         if store_dir is not None and (target.is_relative_to(store_dir) or store_dir.is_relative_to(target)):
             raise ValueError(f"directory {directory!r} overlaps the memory store at {store_dir}; export into "
                              "another subfolder, e.g. 'exports/memory'")
-        manifest = self.store.export(target)
+        try:
+            manifest = self.store.export(target)
+        except OSError as exc:  # a file where a folder goes, or the reverse: nothing was written
+            raise ValueError(f"directory {directory!r}: {exc.strerror or exc}") from None
         return ExportResult(directory=str(target.relative_to(self.run_dir)),
                             rows={n: t["rows"] for n, t in manifest["tables"].items()})
 

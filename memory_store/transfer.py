@@ -15,6 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,8 +42,32 @@ def _sha256(path: Path) -> str:
 
 
 def export_store(store: MemoryStore, directory: Path) -> dict:
-    """Write every table to `<table>.jsonl` plus `manifest.json`; returns the manifest."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write every table to `<table>.jsonl` plus `manifest.json`; returns the manifest. The files are written into a
+    scratch folder beside `directory` and moved into place at the end, after a check that each can be (an export
+    that fails leaves neither half an export nor new folders behind); other files in `directory` stay."""
+    names = [f"{name}.jsonl" for name in TABLES] + ["manifest.json"]
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(f"{directory} exists and is not a folder")
+    blocked = [n for n in names if (directory / n).exists() and not (directory / n).is_file()]
+    if blocked:
+        raise IsADirectoryError(f"{directory / blocked[0]} exists and is not a file; export into another folder")
+    made = next((p for p in (directory, *directory.parents) if p.parent.exists()), None) if not directory.exists() \
+        else None  # the outermost folder this export makes: removed again when it fails
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{directory.name}.", dir=directory.parent) as scratch:
+            manifest = _write_export(store, Path(scratch))
+            for n in names:
+                os.replace(Path(scratch) / n, directory / n)
+    except BaseException:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+    log.info("exported %s to %s", {n: t["rows"] for n, t in manifest["tables"].items()}, directory)
+    return manifest
+
+
+def _write_export(store: MemoryStore, directory: Path) -> dict:
     tables = {}
     for name in TABLES:
         records = sorted(store.records(name), key=lambda r: r.id)
@@ -60,7 +87,6 @@ def export_store(store: MemoryStore, directory: Path) -> dict:
         "tables": tables,
     }
     (directory / "manifest.json").write_text(json.dumps(manifest, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    log.info("exported %s to %s", {n: t["rows"] for n, t in tables.items()}, directory)
     return manifest
 
 

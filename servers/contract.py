@@ -32,3 +32,9 @@ MAX_NAME_CHARS = 256
 """longest name inside a record: run id, policy id, spec hash, check name (a run id is a runs/ folder name)"""
 MAX_ITEMS = 256
 """most items of a list inside a record (variants, subgoals, facts, violations, compile checks)"""
+MAX_RECORD_CHARS = 400_000
+"""largest generation or training program record as JSON, all its sources together (four programs of the longest
+kind): each field within its own limit still summed to 25 MB, and reading a page of those took gigabytes"""
+MAX_POTENTIALS_CHARS = 1_000_000
+"""most characters of potential programs in one start_training call, all together (a round's 256 scenes with the
+compiler's 2–3 KB programs fit): their static checks run before the call returns, ≈ 1.3 s per 100,000 characters"""

@@ -71,6 +71,7 @@ from servers.contract import (
     MAX_K,
     MAX_NAME_CHARS,
     MAX_PAGE,
+    MAX_RECORD_CHARS,
     MAX_SOURCE_CHARS,
     MAX_TEXT_CHARS,
 )
@@ -153,6 +154,15 @@ CompileCheckIn = limited(CompileCheck, message=Field(max_length=MAX_TEXT_CHARS))
 RelationIn = limited(Relation, predicate=Field(max_length=64), roles=Field(max_length=len(ROLES)),
                      requires=(dict[Annotated[str, Field(max_length=32)], Annotated[list[Tag], Field(max_length=64)]],
                                Field(max_length=len(ROLES))))
+
+
+def within_record_limit(record: Record) -> Record:
+    """The record, if its JSON has at most MAX_RECORD_CHARS characters (a page of them stays readable)."""
+    size = len(record.model_dump_json())
+    if size > MAX_RECORD_CHARS:
+        raise ValueError(f"program: {size:,} characters as JSON, at most {MAX_RECORD_CHARS:,} for one record (all "
+                         "its sources together); store fewer or shorter variants")
+    return record
 
 
 class BindingObject(BaseModel):  # a role-binding candidate, as the sim server's scene_objects lists it
@@ -326,7 +336,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     def put_generation_program(program: GenerationProgramIn) -> Written:
         """Store a generation program Ω of a mode (by id); the mode must exist."""
         known_mode(program.mode_id)
-        return svc.put([GenerationProgram.model_validate(program.model_dump())])
+        return svc.put([within_record_limit(GenerationProgram.model_validate(program.model_dump()))])
 
     @tool(mcp, READ_ONLY)
     def get_generation_programs(
@@ -355,7 +365,7 @@ def build_server(run_dir: Path, embedder: Any = None, memory_uri: str | None = N
     def put_training_program(program: TrainingProgramIn) -> Written:
         """Store a training program Φ of a mode (by id); the mode must exist."""
         known_mode(program.mode_id)
-        return svc.put([TrainingProgram.model_validate(program.model_dump())])
+        return svc.put([within_record_limit(TrainingProgram.model_validate(program.model_dump()))])
 
     @tool(mcp, READ_ONLY)
     def get_training_programs(

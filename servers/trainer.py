@@ -33,7 +33,7 @@ from servers.common import (
     new_server,
     tool,
 )
-from servers.contract import MAX_BATCH, MAX_SOURCE_CHARS
+from servers.contract import MAX_BATCH, MAX_IMAGE_PX, MAX_POTENTIALS_CHARS, MAX_SOURCE_CHARS
 from servers.jobs import JobHandle, JobManager, register_job_tools
 from sim.constants import Distribution, Robot
 from sim.constants import EvalSuiteName as Suite
@@ -232,7 +232,7 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
     def rollout_keyframe(
         rollout_id: RolloutId,
         step: Annotated[int, Field(description="control step (0 = start)", ge=0, le=10_000)],
-        size: Annotated[int, Field(ge=32, le=512, description="pixels per camera")] = 224,
+        size: Annotated[int, Field(ge=32, le=MAX_IMAGE_PX, description="pixels per camera")] = 224,
     ):
         """Render one step of a rollout (front and side cameras) as a PNG image."""
         from sim.render import Cameras, side_by_side, to_png
@@ -302,8 +302,13 @@ def build_server(run_dir: Path, device: str | None = None, workers: int = 1, exe
         service.check_rollouts(rollout_ids)
         demo_specs = scenes.distinct_specs(demo_scene_ids, "demo_scene_ids")
         takeover_specs = scenes.distinct_specs(takeover_scene_ids, "takeover_scene_ids")
+        total = sum(map(len, potential_programs.values()))
+        if total > MAX_POTENTIALS_CHARS:
+            raise ValueError(f"potential_programs: {total:,} characters in all, at most {MAX_POTENTIALS_CHARS:,} per "
+                             "call (one program per scene of the rollouts; scenes of one mode can share a source)")
+        checked: dict[str, list[str]] = {}  # scenes of one mode often share a source: checked once
         for sid, source in potential_programs.items():
-            problems = static_problems(source)
+            problems = checked[source] if source in checked else checked.setdefault(source, static_problems(source))
             if problems:
                 raise ValueError(f"potential_programs[{sid!r}] does not pass the static checks: {'; '.join(problems)}"
                                  " (check it with the verifier's check_potential)")

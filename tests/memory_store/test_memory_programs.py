@@ -39,6 +39,24 @@ def test_one_object_never_fills_two_roles():
     assert bind_roles(["target", "receptacle"], [], objects) == []
 
 
+def test_an_unfillable_role_ends_the_search_at_once():
+    """Session 36 (red team): 8 roles over 256 objects that fit all of them, the last role made impossible (a tag no
+    object has) or two roles left with one object between them, tried every partial binding: N·(N−1)…(N−6) steps,
+    a call that never returned. Only branches that can still be completed are entered now."""
+    from sim.constants import ROLES
+
+    roles = list(ROLES)[:8]
+    objects = [{"name": f"o{i:03d}", "tags": roles} for i in range(256)]
+    impossible = [{"predicate": "inside", "roles": [roles[-1]], "requires": {roles[-1]: ["no_such_tag"]}}]
+    squeezed = [{"predicate": "inside", "roles": roles[-2:], "requires": {r: ["rare"] for r in roles[-2:]}}]
+    one_rare = [*objects[:-1], {"name": "o255", "tags": [*roles, "rare"]}]
+    assert bind_roles(roles, impossible, objects) == []  # returned only after the heat death before
+    assert bind_roles(roles, squeezed, one_rare) == []  # two roles, one object that fits either
+    found = bind_roles(roles, [], objects)
+    assert len(found) == 3 and all(len(set(b.values())) == len(roles) for b in found)
+    assert found[0] == dict(zip(roles, [o["name"] for o in objects[:8]], strict=True))  # the same order as before
+
+
 def test_relation_requirements_filter_candidates():
     rel = [
         {"predicate": "inside", "roles": ["target", "receptacle"], "requires": {"receptacle": ["container"]}}

@@ -153,6 +153,11 @@ def test_allocation_programs_progress_status_export(server, tmp_path):
             got = (await ok(c, "get_generation_programs", {"mode_id": a["mode_id"]}))["result"]
             assert [g["id"] for g in got] == ["g1"]
             assert "factor" in await err(c, "put_generation_program", {"program": {**gen, "factor": "colour"}})
+            # session 36 (red team): every field within its limit still made 25 MB records, a page of them gigabytes
+            huge = {**gen, "id": "g2", "variants": ["x = 1\n" * 16_000] * 5}
+            assert "at most 400,000" in await err(c, "put_generation_program", {"program": huge})
+            assert [g["id"] for g in (await ok(c, "get_generation_programs", {"mode_id": a["mode_id"]}))["result"]
+                    ] == ["g1"]
             train = {"id": "t1", "mode_id": a["mode_id"], "phase": "grasp", "subgoals": ["reach", "grasp"]}
             await ok(c, "put_training_program", {"program": train})
 
@@ -166,6 +171,14 @@ def test_allocation_programs_progress_status_export(server, tmp_path):
                                                 "training_program_id": "nope"})
             assert "after" in await err(c, "update_learning_progress", {"mode_id": a["mode_id"], "before": 0,
                                                                         "after": 2})
+            # session 36 (red team): a failed call wrote the program's evidence before it looked the mode up
+            for bad in ({"mode_id": "mode-nope"}, {"mode_id": b["mode_id"]}):  # unknown; not the program's mode
+                msg = await err(c, "update_learning_progress", {**bad, "before": 0.9, "after": 0.1,
+                                                                "training_program_id": "t1", "updates": 7})
+                assert "mode_id" in msg or "trains mode" in msg, msg
+            kept = (await ok(c, "get_training_programs", {"improved": True}))["result"]
+            assert [t["id"] for t in kept] == ["t1"] and kept[0]["evidence"]["updates"] == 100
+            assert (await ok(c, "get_mode", {"mode_id": b["mode_id"]}))["importance"] != pytest.approx(-0.8)
 
             refuted = await ok(c, "set_mode_status", {"mode_id": b["mode_id"], "status": "refuted",
                                                       "reason": "control as hard"})
@@ -305,6 +318,17 @@ def test_export_is_confined_to_a_subfolder(server, tmp_path):
                 assert "directory" in text, (bad, text)
             assert (await ok(c, "export_memory", {"directory": "exports/memory"}))["directory"] == "exports/memory"
             assert (await ok(c, "export_memory", {"directory": "my-export"}))["directory"] == "my-export"
+            # session 36 (red team): a folder where a file of the export goes failed after the other files were
+            # written; a file on the path left the folders made before it
+            (tmp_path / "blocked" / "manifest.json").mkdir(parents=True)
+            (tmp_path / "afile").write_text("x")
+            for bad in ("blocked", "afile", "afile/sub/x"):
+                text = await err(c, "export_memory", {"directory": bad})
+                assert "directory" in text, (bad, text)
+            assert [p.name for p in (tmp_path / "blocked").iterdir()] == ["manifest.json"]
+            (tmp_path / "blocked" / "manifest.json").rmdir()
+            (tmp_path / "blocked").rmdir()
+            (tmp_path / "afile").unlink()
 
     run(main())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exports", "link", "memory", "my-export", "scenes", "traces"]

@@ -172,6 +172,7 @@ def test_malformed_arguments_name_the_argument(tmp_path):
         ("collect_rollouts", {"scene_ids": ["0123456789abcdef"], "tag": "Bad Tag"}, "tag"),
         ("get_rollout_evidence", {"rollout_id": "../escape"}, "rollout_id"),
         ("rollout_keyframe", {"rollout_id": "r-1", "step": 0, "size": 4096}, "size"),
+        ("rollout_keyframe", {"rollout_id": "r-1", "step": 0, "size": 481}, "size"),  # the framebuffer is 480 high
         ("rollout_keyframe", {"rollout_id": "r-1"}, "step"),
         ("start_training", {"rollout_ids": []}, "rollout_ids"),
         ("start_training", {"rollout_ids": ["r-1"], "critic_updates": -1}, "critic_updates"),
@@ -218,6 +219,11 @@ def test_unknown_ids_are_readable_and_the_server_keeps_serving(run_dir, seeded):
             assert "past the end" in await err(c, "rollout_keyframe", {"rollout_id": rid, "step": 10_000})
             assert "static checks" in await err(c, "start_training", {
                 "rollout_ids": [rid], "potential_programs": {seeded["scene_id"]: "import os\n"}})
+            # session 36 (red team): 256 programs of 100,000 characters were statically checked for 5-6 minutes
+            # inside one call
+            big = {f"{i:016x}": "x = 1\n" * 16_000 for i in range(11)}
+            assert "at most 1,000,000" in await err(c, "start_training", {"rollout_ids": [rid],
+                                                                           "potential_programs": big})
             assert (await ok(c, "list_checkpoints", {}))["current_step"] == 0  # still serving, nothing changed
             assert (await ok(c, "list_jobs", {}))["result"] == []  # no job was started by a refused call
 
