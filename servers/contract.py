@@ -35,6 +35,9 @@ MAX_ITEMS = 256
 MAX_RECORD_CHARS = 400_000
 """largest generation or training program record as JSON, all its sources together (four programs of the longest
 kind): each field within its own limit still summed to 25 MB, and reading a page of those took gigabytes"""
+MAX_VERIFICATIONS = 64
+"""most verifier runs one vary_scene call makes (verify=true): a scene every draw of which fails verification
+cost 200 variants × 16 operators × 16 tries = 51,200 runs (≈ 30 CPU minutes) in one call"""
 MAX_POTENTIALS_CHARS = 1_000_000
 """most characters of potential programs in one start_training call, all together (a round's 256 scenes with the
 compiler's 2–3 KB programs fit): their static checks run before the call returns, ≈ 1.3 s per 100,000 characters"""

@@ -24,7 +24,14 @@ from servers.common import (
     to_json,
     tool,
 )
-from servers.contract import MAX_IMAGE_PX, MAX_JSON_CHARS, MAX_PAGE, MAX_SOURCE_CHARS, MAX_TEXT_CHARS
+from servers.contract import (
+    MAX_IMAGE_PX,
+    MAX_JSON_CHARS,
+    MAX_PAGE,
+    MAX_SOURCE_CHARS,
+    MAX_TEXT_CHARS,
+    MAX_VERIFICATIONS,
+)
 from sim import reference
 from sim.assets import listing
 from sim.assets.listing import AssetPage
@@ -183,10 +190,13 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
         roles: Annotated[dict[str, str], Field(description="objects to act on by role (target, dest, obstacle, mover); "
                                                "the scene's defaults fill the rest", max_length=8)] = {},  # noqa: B006
         max_tries: Annotated[int, Field(description="draws per operator before the next one", ge=1, le=16)] = 4,
-        verify: Annotated[bool, Field(description="draw again when a variant fails the verifier")] = False,
+        verify: Annotated[bool, Field(description="draw again when a variant fails the verifier (at most "
+                                            f"{MAX_VERIFICATIONS} verifier runs per call; the log says when they "
+                                            "ran out)")] = False,
     ) -> programs.Variants:
         """Scene programs of variants of a scene that differ from it only in one factor (nothing is stored)."""
-        return programs.vary_scene(spec_of(spec), factor, n, seed, tuple(operators), roles, max_tries, verify)
+        return programs.vary_scene(spec_of(spec), factor, n, seed, tuple(operators), roles, max_tries, verify,
+                                   max_verifications=MAX_VERIFICATIONS)
 
     @tool(mcp, READ_ONLY)
     def domain_randomize_scene(

@@ -140,6 +140,13 @@ class CodaEnv:
         self.max_steps = max_steps or MAX_STEPS.get(self.spec.family, 100)
         self.instruction = self.spec.task.instruction
         self.success_predicate = self.spec.task.success
+        from sim.predicates import atoms
+
+        flat = [a.args[0] for a in atoms(self.success_predicate) if a.op == "open_fraction"
+                and not self.compiled.objects[a.args[0]].articulated]
+        if flat:  # refused here (verify: `compiles`), not on the first reset of every caller
+            raise ValueError(f"open_fraction({flat[0]}): {flat[0]} is not articulated; open_fraction applies to "
+                             "drawers, doors, lids, sliders")
         self.state = helpers.SceneState(self.compiled, self.data)
         self._build_obs_index()
         self._target_pos = np.array(GRIPPER_HOME, dtype=np.float64)

@@ -69,6 +69,11 @@ class Atom(_Node):
         n_args, defaults = ATOM_SIGNATURES[self.op]
         if len(self.args) != n_args:
             raise ValueError(f"{self.op} takes {n_args} object(s), got {len(self.args)}: {list(self.args)}")
+        table = [i for i, a in enumerate(self.args) if a == "table"]
+        if table and (self.op != "on" or table != [1]):
+            raise ValueError(f"{self}: 'table' can only be the support of on(obj, table), not an object of {self.op}")
+        if n_args == 2 and self.args[0] == self.args[1]:
+            raise ValueError(f"{self} relates {self.args[0]} to itself and can never hold; name two objects")
         unknown = set(self.params) - set(defaults)
         if unknown:
             raise ValueError(
@@ -119,7 +124,7 @@ class Atom(_Node):
 
 class And(_Node):
     op: Literal["and"] = "and"
-    terms: list[Predicate]
+    terms: list[Predicate] = Field(min_length=1, description="at least one term")
 
     def evaluate(self, state: SceneState) -> bool:
         return all(t.evaluate(state) for t in self.terms)
@@ -133,7 +138,7 @@ class And(_Node):
 
 class Or(_Node):
     op: Literal["or"] = "or"
-    terms: list[Predicate]
+    terms: list[Predicate] = Field(min_length=1, description="at least one term (an empty 'or' never holds)")
 
     def evaluate(self, state: SceneState) -> bool:
         return any(t.evaluate(state) for t in self.terms)

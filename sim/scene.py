@@ -378,6 +378,24 @@ def to_program(spec: SceneSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
+def program_spec(spec: SceneSpec) -> SceneSpec:
+    """The spec `to_program(spec)` builds: its placements to 0.1 mm and 1e-4 rad without the relation that chose
+    them, its attribute and start numbers to 6 decimals (the hash a written program's scene has)."""
+    def six(v: Any) -> Any:
+        if isinstance(v, float):
+            return round(v, 6)
+        return [six(x) for x in v] if isinstance(v, list | tuple) else v
+
+    data = spec.model_dump(mode="json")
+    for p in data["layout"]["placements"]:
+        p.update({k: float(f"{p[k]:.4f}") for k in ("x", "y", "yaw")}, relation=None)
+    for a in data["attributes"]["objects"]:
+        a.update({k: six(v) for k, v in a.items() if k not in ("object", "asset")})
+    if data.get("start") is not None:
+        data["start"] = {k: six(v) for k, v in data["start"].items()}
+    return SceneSpec.model_validate(data)
+
+
 def _literal(v: Any) -> str:
     if isinstance(v, float):
         return repr(round(v, 6))

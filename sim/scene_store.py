@@ -149,11 +149,13 @@ class SceneStore:
         path = self._path(scene_id)
         if path.is_file():
             return info_of(self.spec(scene_id))
+        text = spec.model_dump_json(indent=1)
+        info = info_of(SceneSpec.model_validate_json(text))  # what cannot be read back (or listed) is not stored
         if source is not None:  # the program before the spec: a crash between the two leaves a retry to store both
             write_atomic(self._path(scene_id, ".py"), source)
-        if not write_new(path, spec.model_dump_json(indent=1)):  # a concurrent store of the same hash came first
-            spec = self.spec(scene_id)
-        return info_of(spec)
+        if not write_new(path, text):  # a concurrent store of the same hash came first
+            return info_of(self.spec(scene_id))
+        return info
 
     def for_robot(self, spec: SceneSpec) -> SceneSpec:
         """The scene for the run's robot (unchanged where the store has none)."""

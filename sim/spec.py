@@ -34,6 +34,10 @@ from sim.constants import (
 from sim.predicates import Predicate
 
 SPEC_VERSION = 1
+MAX_META_CHARS = 20_000
+"""longest `SceneSpec.meta` as JSON (provenance, not a payload: a scene is echoed by every listing)"""
+MAX_META_DEPTH = 8
+"""deepest nesting of `SceneSpec.meta` (a JSON reader refuses what a writer nested 200 levels deep)"""
 
 Role = Literal["target", "receptacle", "support", "occluder", "distractor", "articulated", "handle", "tool"]
 assert set(Role.__args__) == set(ROLES)  # noqa: S101  (kept in sync with sim.constants.ROLES)
@@ -115,7 +119,7 @@ class TaskSpec(_Frozen):
 
     family: str
     instruction: str = Field(min_length=1, max_length=500)
-    template: str = "custom"
+    template: str = Field("custom", min_length=1, max_length=64)
     """id of the instruction/predicate template that produced the task (OOD task suites hold some out)"""
     objects: tuple[TaskObject, ...]
     success: Predicate
@@ -131,6 +135,9 @@ class TaskSpec(_Frozen):
     @field_validator("initial_state")
     @classmethod
     def _initial_state(cls, v: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        if len(v) > MAX_OBJECTS or any(len(j) > 4 or any(len(k) > 40 for k in j) for j in v.values()):
+            raise ValueError(f"initial_state holds at most {MAX_OBJECTS} objects of at most 4 joint states each, "
+                             "keys of at most 40 characters")
         for obj, joints in v.items():
             for key, value in joints.items():
                 if not (math.isfinite(value) and 0.0 <= value <= 1.0):
@@ -314,7 +321,29 @@ class SceneSpec(_Frozen):
     start: RobotStart | None = None
     """where the hand starts (None: `GRIPPER_HOME`, fingers down, open); written (and hashed) only when given"""
     meta: dict[str, Any] = Field(default_factory=dict)
-    """provenance (program hash, parent scene, factor varied...); not part of the hash"""
+    """provenance (program hash, parent scene, factor varied...); not part of the hash. JSON of at most
+    `MAX_META_CHARS` characters nested at most `MAX_META_DEPTH` levels; `parent`, `varied`, `operator` are text"""
+
+    @field_validator("meta")
+    @classmethod
+    def _meta(cls, v: dict[str, Any]) -> dict[str, Any]:
+        try:
+            text = json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ValueError(f"meta must be plain JSON (text, finite numbers, lists, dicts): {exc}") from None
+        if len(text) > MAX_META_CHARS:
+            raise ValueError(f"meta is {len(text):,} characters as JSON, at most {MAX_META_CHARS:,}")
+        stack = [(v, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_META_DEPTH:
+                raise ValueError(f"meta is nested deeper than {MAX_META_DEPTH} levels")
+            children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+            stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+        for key in ("parent", "varied", "operator"):
+            if v.get(key) is not None and not isinstance(v[key], str):
+                raise ValueError(f"meta[{key!r}] must be text, got {type(v[key]).__name__}")
+        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> SceneSpec:
@@ -342,6 +371,16 @@ class SceneSpec(_Frozen):
                 raise ValueError(f"{p.object} is placed on unknown support {p.support!r}")
             if p.support == p.object:
                 raise ValueError(f"{p.object} cannot be placed on itself")
+        support = {p.object: p.support for p in self.layout.placements}
+        for name in names:  # every chain of supports ends on the table
+            seen = [name]
+            while (name := support[name]) != "table":
+                if name in seen:
+                    raise ValueError(f"placements rest on each other in a cycle: {' on '.join([*seen, name])}")
+                seen.append(name)
+        unknown = set(self.task.initial_state) - set(names)
+        if unknown:
+            raise ValueError(f"initial_state names unknown object(s) {sorted(unknown)}; objects: {names}")
         return self
 
     @model_serializer(mode="wrap")

@@ -80,9 +80,10 @@ class SceneObject(BaseModel):
 
 
 def program_of(spec: SceneSpec) -> SceneProgram:
-    from sim.scene import to_program
+    from sim.scene import program_spec, to_program
 
-    return SceneProgram(source=to_program(spec), seed=spec.seed, family=spec.family, spec_hash=spec.spec_hash(),
+    return SceneProgram(source=to_program(spec), seed=spec.seed, family=spec.family,
+                        spec_hash=program_spec(spec).spec_hash(),
                         factor=spec.meta.get("varied"), operator=spec.meta.get("operator"))
 
 
@@ -96,12 +97,17 @@ def sample_programs(family: str, n: int, start_seed: int = 0, split: str = "trai
 
 
 def vary_scene(spec: SceneSpec, factor: str, n: int, seed: int = 0, operators: tuple[str, ...] = ("resample",),
-               roles: dict[str, str] | None = None, max_tries: int = 4, verify: bool = False) -> Variants:
-    """`sim.engine.variations.vary` with the scene's default roles overridden by `roles`."""
+               roles: dict[str, str] | None = None, max_tries: int = 4, verify: bool = False,
+               max_verifications: int | None = None) -> Variants:
+    """`sim.engine.variations.vary` with the scene's default roles overridden by `roles` (with `verify`, at most
+    `max_verifications` verifier runs in all)."""
     valid = list(V.operator_table(factor))
     unknown = [o for o in operators if o not in valid]
     if unknown:
         raise ValueError(f"unknown {factor} operators {unknown}; valid: {', '.join(valid)}")
+    repeated = sorted({o for o in operators if operators.count(o) > 1})
+    if repeated:
+        raise ValueError(f"operators: {repeated} listed more than once; give each once (max_tries sets its draws)")
     role_names = V.role_names()
     bad_roles = sorted(set(roles or {}) - set(role_names))
     if bad_roles:
@@ -112,7 +118,7 @@ def vary_scene(spec: SceneSpec, factor: str, n: int, seed: int = 0, operators: t
         raise ValueError(f"roles: {bad_objects} name(s) no object of the scene; its objects: {', '.join(names)}")
     bound = {**V.default_roles(spec), **(roles or {})}
     log: list[str] = []
-    made = V.vary(spec, factor, n, seed, tuple(operators), bound, max_tries, verify, log)
+    made = V.vary(spec, factor, n, seed, tuple(operators), bound, max_tries, verify, log, max_verifications)
     return Variants(programs=[program_of(s) for s in made], roles=bound, log=log)
 
 

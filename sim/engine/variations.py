@@ -484,19 +484,25 @@ def apply_operator(name: str, factor: str, spec: SceneSpec, rng, roles: dict[str
 
 
 def vary(spec: SceneSpec, factor: str, n: int, seed: int, operators: tuple[str, ...], roles: dict[str, str],
-         max_tries: int = 4, verify: bool = False, log: list[str] | None = None) -> list[SceneSpec]:
+         max_tries: int = 4, verify: bool = False, log: list[str] | None = None,
+         max_verifications: int | None = None) -> list[SceneSpec]:
     """Up to `n` variants of `spec` along `factor`: variant i draws from `default_rng([seed, i])`, trying each
     operator in order up to `max_tries` times (with `verify`, a draw that fails `sim.verify.verify_spec` is drawn
-    again). Why a draw did not apply is appended to `log`."""
-    out = []
+    again, at most `max_verifications` verifications in all: then the variants found so far). Why a draw did not
+    apply is appended to `log`."""
+    out, budget = [], [max_verifications]
     for i in range(n):
-        new = _one(spec, factor, operators, roles, np.random.default_rng([seed, i]), max_tries, verify, log)
+        new = _one(spec, factor, operators, roles, np.random.default_rng([seed, i]), max_tries, verify, log, budget)
         if new is not None:
             out.append(new)
+        if budget[0] is not None and budget[0] <= 0:
+            if log is not None and i + 1 < n:
+                log.append(f"verification budget of {max_verifications} spent after {i + 1} of {n} variants")
+            break
     return out
 
 
-def _one(spec, factor, ops, roles, rng, max_tries, verify, log) -> SceneSpec | None:
+def _one(spec, factor, ops, roles, rng, max_tries, verify, log, budget) -> SceneSpec | None:
     for name in ops:
         for _ in range(max_tries):
             try:
@@ -505,7 +511,13 @@ def _one(spec, factor, ops, roles, rng, max_tries, verify, log) -> SceneSpec | N
                 if log is not None:
                     log.append(f"{name}: {exc}")
                 continue
-            if not verify or _verified(new):
+            if not verify:
+                return new
+            if budget[0] is not None:
+                if budget[0] <= 0:
+                    return None
+                budget[0] -= 1
+            if _verified(new):
                 return new
     return None
 

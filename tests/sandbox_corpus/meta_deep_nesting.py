@@ -1,5 +1,5 @@
 # expect: runtime
-# message: Maximum serialization depth
+# message: meta is nested deeper than
 # A valid scene whose free-form `meta` is a list nested 900 deep: harmless to build in the child, but the spec is
 # serialized there and parsed, validated and hashed by the trusted side. It must be refused in the child, readably,
 # and never reach the server as a structure that exhausts its stack.

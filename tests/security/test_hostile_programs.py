@@ -28,7 +28,8 @@ LIMITS = SandboxLimits(timeout_s=2.0, cpu_s=3, memory_mb=512)  # loops and bombs
 KINDS = {"encoding", "too_large", "syntax", "forbidden", "timeout", "memory", "recursion", "runtime", "output", "crash"}
 # Under the scene finalizer (sim.scene:finalize_program) a program must leave `scene`, not `result`: files whose
 # expected kind comes from the generic finalizer's handling of `result` fail as "did not define `scene`" instead.
-SCENE_FINALIZER_KIND = {"result_too_large.py": "runtime", "recursion_nested_result.py": "runtime"}
+SCENE_FINALIZER_KIND = {"result_too_large.py": "runtime", "recursion_nested_result.py": "runtime",
+                        "meta_huge_int.py": "runtime"}  # a scene's meta is checked as plain JSON in the child
 
 # What the issue asks the corpus to cover, by file name.
 REQUIRED = {

@@ -13,6 +13,8 @@ from mcp_testing import FAULTY_PROGRAM, SCENE_PROGRAM, err, ok
 from PIL import Image as PILImage
 
 from servers.sim import build_server
+from sim.scene import program_spec
+from sim.spec import SceneSpec
 
 TOOLS = {
     "list_assets": (True, False, True),
@@ -164,7 +166,9 @@ def test_engine_tools_make_programs_without_storing(server):
             (seed,) = (await ok(c, "sample_programs", {"family": "pick_place", "start_seed": 3}))["result"]
             spec = (await ok(c, "get_scene", {"scene_id": (await ok(c, "sample_scene", {
                 "family": "pick_place", "seed": 3}))["scene_id"]}))["spec"]
-            assert seed["spec_hash"] == spec_hash_of(spec) and seed["seed"] == 3
+            # the id of the scene the program builds (placements to 0.1 mm, no relation): session 36's red team found
+            # 37 of 40 programs reporting the sampled spec's id instead
+            assert seed["spec_hash"] == program_spec(SceneSpec.model_validate(spec)).spec_hash() and seed["seed"] == 3
             made = await ok(c, "vary_scene", {"spec": spec, "factor": "layout", "n": 2, "operators": ["rotate"]})
             assert [p["operator"] for p in made["programs"]] == ["rotate", "rotate"] and "target" in made["roles"]
             assert (await ok(c, "scene_program", {"spec": spec}))["spec_hash"] == seed["spec_hash"]
@@ -188,10 +192,6 @@ def test_engine_tools_make_programs_without_storing(server):
     run(main())
 
 
-def spec_hash_of(spec: dict) -> str:
-    from sim.spec import SceneSpec
-
-    return SceneSpec.model_validate(spec).spec_hash()
 
 
 def test_engine_tools_refuse_bad_values_naming_them(server):
