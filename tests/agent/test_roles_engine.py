@@ -85,7 +85,7 @@ def test_seed_program_rebuilds_its_scene(hub):
     spec = sample_spec("prep", 5)
     (program,) = OfflineEngine(hub=hub).seed_programs("prep", 1, start_seed=5)
     again = rebuilt(program)
-    assert program.spec_hash == spec.spec_hash() and program.batch == "seed"
+    assert program.spec_hash == again.spec_hash() and program.batch == "seed"  # the id of the scene it builds
     assert again.task == spec.task and again.attributes == spec.attributes
     for p, q in zip(spec.layout.placements, again.layout.placements, strict=True):
         assert (p.object, p.support) == (q.object, q.support) and abs(p.x - q.x) < 1e-4 and abs(p.y - q.y) < 1e-4
