@@ -373,11 +373,12 @@ class SceneSpec(_Frozen):
                 raise ValueError(f"{p.object} cannot be placed on itself")
         support = {p.object: p.support for p in self.layout.placements}
         for name in names:  # every chain of supports ends on the table
-            seen = [name]
-            while (name := support[name]) != "table":
-                if name in seen:
-                    raise ValueError(f"placements rest on each other in a cycle: {' on '.join([*seen, name])}")
-                seen.append(name)
+            chain, below = [name], support[name]
+            while below != "table":
+                if below in chain:
+                    raise ValueError(f"placements rest on each other in a cycle: {' on '.join([*chain, below])}")
+                chain.append(below)
+                below = support[below]
         unknown = set(self.task.initial_state) - set(names)
         if unknown:
             raise ValueError(f"initial_state names unknown object(s) {sorted(unknown)}; objects: {names}")
