@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory_store.schema import EMBED_DIM, TABLES, now_iso
+from sim.fileio import outermost_missing
 
 if TYPE_CHECKING:
     from memory_store.store import MemoryStore
@@ -51,8 +52,7 @@ def export_store(store: MemoryStore, directory: Path) -> dict:
     blocked = [n for n in names if (directory / n).exists() and not (directory / n).is_file()]
     if blocked:
         raise IsADirectoryError(f"{directory / blocked[0]} exists and is not a file; export into another folder")
-    made = next((p for p in (directory, *directory.parents) if p.parent.exists()), None) if not directory.exists() \
-        else None  # the outermost folder this export makes: removed again when it fails
+    made = outermost_missing(directory)  # removed again when the export fails
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f".{directory.name}.", dir=directory.parent) as scratch:

@@ -43,6 +43,14 @@ def _staged(path: Path, data: bytes | str) -> Path:
     return tmp
 
 
+def outermost_missing(folder: Path) -> Path | None:
+    """The outermost folder that `folder.mkdir(parents=True)` would make (None when `folder` exists): what a
+    command that fails after making it removes again, so it leaves nothing behind."""
+    if folder.exists():
+        return None
+    return next((p for p in (folder, *folder.parents) if p.parent.exists()), None)
+
+
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Write a file so that readers see the old or the new content, never a partial one."""
     _staged(path, data).replace(path)

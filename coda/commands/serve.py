@@ -153,8 +153,9 @@ def run(args) -> int:
     run_dir = (default_run_dir() if args.run_dir is None else Path(args.run_dir)).expanduser().resolve()
     if args.run_dir is None:  # stderr: stdout is the stdio transport's
         print(f"coda serve: no --run-dir given; the {args.server} server keeps its files in {run_dir}", file=sys.stderr)
-    created = next((p for p in (run_dir, *run_dir.parents) if p.parent.exists()), None) if not run_dir.exists() \
-        else None  # the outermost folder this command makes: removed again when the server cannot start
+    from sim.fileio import outermost_missing
+
+    created = outermost_missing(run_dir)  # removed again when the server cannot start
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
