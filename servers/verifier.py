@@ -19,7 +19,7 @@ from sim.scene_store import SceneStore
 
 INSTRUCTIONS = """Checks scenes before any rollout: verify_program runs a scene program in the sandbox and applies
 every check (executes, spec_valid, compiles, scale_plausible, receptacle_capacity, graspable_target, collision_free, stable, reachable, predicate_evaluable,
-predicate_false_at_start, optionally train_side and planner_solvable); each failed check says what to change. verify_scene checks a
+predicate_satisfiable, predicate_false_at_start, optionally train_side and planner_solvable); each failed check says what to change. verify_scene checks a
 stored scene (scene_id from the sim server) or a spec. check_predicate and check_potential check a success predicate
 and a Text2potential program against a scene."""
 
@@ -79,7 +79,7 @@ def build_server(run_dir: Path, robot: str | None = None) -> MCPServer:
             min_length=1, max_length=MAX_TEXT_CHARS)],
         scene_id: SceneId,
     ) -> PredicateCheck:
-        """Does a predicate parse, name the scene's objects, evaluate, and start false?"""
+        """Does a predicate parse, name the scene's objects, evaluate, possibly hold, and start false?"""
         return verifier.check_predicate(predicate, scene_id)
 
     @tool(mcp, READ_ONLY)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from sim.constants import MAX_PREDICATE_ATOMS, MAX_PREDICATE_DEPTH, MAX_PREDICATE_NODES
 from sim.predicates import ATOMS, Predicate
+from sim.satisfy import contradiction
 from sim.scene_store import SceneStore
 from sim.spec import SceneSpec, check_predicate_size
 from sim.verify import CheckResult, VerifyReport
@@ -148,7 +149,8 @@ def _number(atom: str, key: str, node: ast.AST) -> float:
 
 
 class PredicateCheck(BaseModel):
-    """Whether a success predicate parses, names the scene's objects, evaluates, and is false at the start."""
+    """Whether a success predicate parses, names the scene's objects, evaluates, can hold, and is false at the
+    start."""
 
     parses: bool
     text: str | None = Field(None, description="the predicate in SDK syntax")
@@ -158,7 +160,8 @@ class PredicateCheck(BaseModel):
     value_at_start: bool | None = None
     false_at_start: bool = Field(False, description="true when the task still needs doing at the start (required)")
     terms: dict[str, bool] = Field(default_factory=dict, description="truth of every atom at the start")
-    ok: bool = Field(False, description="parses, known objects, evaluable and false at start")
+    satisfiable: bool = Field(False, description="some state could make it hold (no contradiction among its atoms)")
+    ok: bool = Field(False, description="parses, known objects, evaluable, satisfiable and false at start")
     message: str = ""
 
 
@@ -186,8 +189,11 @@ def check_predicate(text: str, spec: SceneSpec) -> PredicateCheck:
         out.message = f"does not evaluate: {type(exc).__name__}: {exc}"
         return out
     out.evaluable, out.value_at_start, out.false_at_start = True, value, not value
-    out.ok = not value
-    out.message = "ok" if out.ok else "the predicate is already true at the start; the task would need no action"
+    why = contradiction(pred)
+    out.satisfiable = why is None
+    out.ok = out.false_at_start and out.satisfiable
+    out.message = ("ok" if out.ok else "the predicate is already true at the start; the task would need no action"
+                   if value else f"the predicate can never hold: {why} cannot all be true at once")
     return out
 
 

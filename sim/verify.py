@@ -4,7 +4,8 @@ Checks, in order (later checks need earlier ones): `executes` (sandboxed program
 `compiles`, `scale_plausible`, `receptacle_capacity` (every receptacle can hold what the task puts in or on it),
 `graspable_target` (what the task moves is graspable in the asset pool), `collision_free` (no interpenetration
 at t = 0), `stable` (objects settle during a short passive simulation), `reachable`, `predicate_evaluable`,
-`predicate_false_at_start`, and optionally `train_side` (no held-out category, instance, seed layout or task
+`predicate_satisfiable` (some state could make it hold: no contradiction such as `grasped(x) & ~grasped(x)` or
+`lifted(x, 0.2) & ~lifted(x, 0.1)`, `sim.satisfy`), `predicate_false_at_start`, and optionally `train_side` (no held-out category, instance, seed layout or task
 template: the OOD suites' items, which no environment the data engine trains on may use) and `planner_solvable`.
 """
 
@@ -25,6 +26,7 @@ from sim import assets, helpers
 from sim.assets.types import ArticulatedAsset
 from sim.constants import WORKSPACE_HIGH, WORKSPACE_LOW
 from sim.predicates import Predicate
+from sim.satisfy import contradiction
 from sim.slots import line_width, slot_line
 from sim.spec import SceneSpec
 
@@ -385,13 +387,23 @@ def _initial_open(env, name: str) -> float:
     return float(env.spec.task.initial_state.get(name, {}).get("open", 0.0))
 
 
+def _satisfiable(pred: Predicate) -> CheckResult:
+    """The success predicate can hold in some state (`sim.satisfy`: logic and what its atoms measure)."""
+    why = contradiction(pred)
+    if why is None:
+        return CheckResult(name="predicate_satisfiable", passed=True)
+    return CheckResult(name="predicate_satisfiable", passed=False, objects=sorted(pred.objects() - {"table"}),
+                       message=f"the success predicate can never hold: {why} cannot all be true at once — "
+                       "state the goal the task should reach")
+
+
 def _predicate(env) -> list[CheckResult]:
     env.reset()
     try:
         value = env.success_predicate.evaluate(env.state)
     except Exception as exc:  # noqa: BLE001
         return [CheckResult(name="predicate_evaluable", passed=False, message=f"{type(exc).__name__}: {exc}")]
-    out = [CheckResult(name="predicate_evaluable", passed=True)]
+    out = [CheckResult(name="predicate_evaluable", passed=True), _satisfiable(env.success_predicate)]
     if value:
         out.append(
             CheckResult(

@@ -171,6 +171,11 @@ def test_check_predicate(stored):
             assert as_json["ok"]
             trivially = await ok(c, "check_predicate", {"predicate": f"~grasped({target})", "scene_id": sid})
             assert trivially["evaluable"] and not trivially["ok"] and "already true" in trivially["message"]
+            never = await ok(c, "check_predicate", {"predicate": f"lifted({target}, height=0.2) & "
+                                                    f"~lifted({target}, height=0.1)", "scene_id": sid})
+            assert never["evaluable"] and never["false_at_start"] and not never["satisfiable"] and not never["ok"]
+            assert "can never hold" in never["message"] and f"~lifted({target}, height=0.1)" in never["message"]
+            assert good["satisfiable"]
             stranger = await ok(c, "check_predicate", {"predicate": "on(spoon, table)", "scene_id": sid})
             assert stranger["unknown_objects"] == ["spoon"] and target in stranger["message"]
             garbage = await ok(c, "check_predicate", {"predicate": "open(sesame)", "scene_id": sid})

@@ -14,6 +14,7 @@ FAULTS = {
     "fault_unstable.py": ("stable", "unstable"),
     "fault_giant_mug.py": ("scale_plausible", "implausible for a mug"),
     "fault_true_at_start.py": ("predicate_false_at_start", "already true"),
+    "fault_contradiction.py": ("predicate_satisfiable", "grasped(mug) & ~grasped(mug) cannot all be true"),
     "fault_raises.py": ("executes", "ZeroDivisionError"),
     "fault_loops.py": ("executes", "infinite loops"),  # wall-clock or CPU limit, whichever comes first
     "fault_imports_os.py": ("executes", "'os' is not allowed"),
