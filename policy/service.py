@@ -27,7 +27,7 @@ from policy.evaluate import chunk_fn, evaluate, policy_robot, train_specs
 from policy.improve import awr_round, branch_round, collect
 from policy.rollout import Episode, planner_demos, rollout
 from policy.takeover import takeover_demos
-from policy.train import Progress, balance_families, bc_finetune, demo_buffer, train_sft
+from policy.train import Progress, balance_families, bc_finetune, demo_buffer, torch_threads, train_sft
 from sim.constants import DEFAULT_ROBOT, OBS_INSTRUCTION
 from sim.spec import SceneSpec
 from sim.trace import Trace
@@ -43,7 +43,7 @@ COLLECT = ("branch", "rollouts", "critic", "bc")
 class TrainerService:
     def __init__(self, run_dir: Path | str, policy_config: PolicyConfig | None = None,
                  train_config: TrainConfig | None = None, device=None, executor: Executor | None = None,
-                 import_dir: Path | str | None = None):
+                 import_dir: Path | str | None = None, train_threads: int | None = None):
         self.run_dir = Path(run_dir)
         self.ckpt_dir = self.run_dir / "checkpoints"
         self.rollout_dir = self.run_dir / "rollouts"
@@ -54,6 +54,9 @@ class TrainerService:
         self.device = device
         self.executor = executor or SERIAL
         """where planner demos, rollouts and evaluations simulate (in process by default)"""
+        self.train_threads = train_threads
+        """torch threads of the SFT and of a round's critic and policy updates (None: the process's count); the
+        simulation around them (demos, rollouts, branches, evaluations) keeps the process's count"""
         self.import_dir = None if import_dir is None else Path(import_dir).resolve()
         """checkpoints `install` may copy into this run (e.g. a base policy shared by several runs)"""
         self.lock = threading.RLock()
@@ -103,7 +106,8 @@ class TrainerService:
         tcfg = self.tcfg if seed is None else dataclasses.replace(self.tcfg, seed=seed)
         with self.lock:
             demos = [d for f in families for d in self.demos_for(f, demos_per_family, distribution, robot)]
-            state, tlog = train_sft(demos, pcfg, tcfg, updates, progress=progress, device=self.device)
+            with torch_threads(self.train_threads):
+                state, tlog = train_sft(demos, pcfg, tcfg, updates, progress=progress, device=self.device)
             state.extra.update({"kind": "sft", "families": list(families), "demos": len(demos),
                                 "distribution": distribution, "robot": robot})
             self.state = state
@@ -357,20 +361,21 @@ class TrainerService:
         bc = demos + own + wins + windows  # family demos, planner demos of scenes, own successes, corrective windows
         if balance:
             bc = balance_families(bc)
+        if bc_only and policy_updates and not bc:
+            raise ValueError("collect='bc' needs demonstrations: give demo_families, demo_scene_ids or "
+                             "bc_successes with successful rollouts")
         config = state.train_config
         if advantage is not None:  # this round's policy updates only; checkpoints keep the configured advantage
             state.train_config = dataclasses.replace(config, advantage=advantage)
-        try:
-            info = awr_round(state, [], episodes=episodes, demos=bc or None, critic_updates=critic_updates,
-                             policy_updates=0 if branch_specs or bc_only else policy_updates, potential=pot,
-                             progress=progress)
-        finally:
-            state.train_config = config
-        if bc_only and policy_updates:
-            if not bc:
-                raise ValueError("collect='bc' needs demonstrations: give demo_families, demo_scene_ids or "
-                                 "bc_successes with successful rollouts")
-            info["bc"] = bc_finetune(state, demo_buffer(bc), policy_updates, progress).summary()
+        with torch_threads(self.train_threads):
+            try:
+                info = awr_round(state, [], episodes=episodes, demos=bc or None, critic_updates=critic_updates,
+                                 policy_updates=0 if branch_specs or bc_only else policy_updates, potential=pot,
+                                 progress=progress)
+            finally:
+                state.train_config = config
+            if bc_only and policy_updates:
+                info["bc"] = bc_finetune(state, demo_buffer(bc), policy_updates, progress).summary()
         if branch_specs:
             from sim.potential import state_potential
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from policy.awr import bc_update, critic_update, policy_update
 from policy.buffer import ChunkReplayBuffer
@@ -25,6 +27,22 @@ Progress = Callable[[int, int, dict], None]
 """called as progress(done, total, metrics)"""
 AfterUpdate = Callable[[int], None]
 """called as after_update(k) after the k-th policy update of a loop (k = 1..updates), the policy in train mode"""
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block's torch arithmetic on `n` CPU threads and restore the count after (None: unchanged). For
+    stretches of pure policy arithmetic (SFT, a round's updates) while nothing else computes: a second thread
+    on a busy core slows an update many times over (docs/BENCHMARKS.md, "Torch threads")."""
+    before = torch.get_num_threads()
+    if not n or n == before:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass

@@ -130,11 +130,13 @@ class CheckpointInstalled(BaseModel):
 
 
 def build_server(run_dir: Path, device: str | None = None, workers: int = 1, executor: str = "local",
-                 ray_address: str | None = None, import_dir: Path | None = None) -> MCPServer:
+                 ray_address: str | None = None, import_dir: Path | None = None,
+                 train_threads: int | None = None) -> MCPServer:
     """The trainer server of `run_dir` (scenes are read from the sim server's store in the same run dir).
     Demos, rollouts and evaluations simulate on `workers` local processes or Ray actors (`executor`);
-    `install_checkpoint` copies checkpoints from `import_dir` (none: the tool refuses)."""
-    service = TrainerService(run_dir, device=device, import_dir=import_dir,
+    `install_checkpoint` copies checkpoints from `import_dir` (none: the tool refuses); the SFT and a round's
+    updates run on `train_threads` torch threads (None: the process's count)."""
+    service = TrainerService(run_dir, device=device, import_dir=import_dir, train_threads=train_threads,
                              executor=CountingExecutor(make_executor(executor, workers, address=ray_address)))
     scenes = SceneStore(run_dir)
     jobs = JobManager(run_dir / "jobs" / "trainer")

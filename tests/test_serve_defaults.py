@@ -38,3 +38,22 @@ def test_coda_run_dir_env_wins_and_mcp_config_names_the_same_dir(tmp_path):
                          timeout=120, cwd=cwd, env=env)
     args = json.loads(cfg.stdout)["mcpServers"]["coda-sim"]["args"]
     assert args[args.index("--run-dir") + 1] == str(chosen)
+
+
+def test_the_trainer_trains_on_the_usable_cores_unless_told_and_refuses_a_bad_count():
+    from coda.commands.serve import MAX_TRAIN_THREADS, train_threads
+
+    assert train_threads(None) == max(1, min(MAX_TRAIN_THREADS, len(os.sched_getaffinity(0))))
+    assert train_threads(3) == 3
+    proc = subprocess.run([sys.executable, "-m", "coda.cli", "serve", "trainer", "--train-threads", "0"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, env=_env())
+    assert proc.returncode == 2 and "--train-threads must be >= 1, got 0" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_experiment_cells_train_on_one_thread():
+    """Every protocol so far ran its cells' updates on one thread: cells stay comparable with them."""
+    from agent.experiment.cells import server_args
+
+    args = server_args({"checkpoint": "/x/base/transformer-s0/base.pt"})["trainer"]
+    assert args[args.index("--train-threads") + 1] == "1"

@@ -248,8 +248,9 @@ def run_program_transfer(out: Path, seed: int, preset: Preset, base: dict, progr
 
 def server_args(base: dict, embedder: str | None = None) -> dict[str, list[str]]:
     """Extra command-line arguments of a cell's servers: the trainer may install checkpoints from the base
-    policy's folder; the memory server's embedder."""
-    extra = {"trainer": ["--import-checkpoints", str(Path(base["checkpoint"]).parent)]}
+    policy's folder and trains on one thread (as every cell of the protocols so far: the cells of a grid stay
+    comparable, and cells may run beside other work); the memory server's embedder."""
+    extra = {"trainer": ["--import-checkpoints", str(Path(base["checkpoint"]).parent), "--train-threads", "1"]}
     return {**extra, "memory": ["--embedder", embedder]} if embedder else extra
 
 

@@ -50,6 +50,8 @@ def register(sub, name: str) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--memory-uri", default=None,
                    help="LanceDB URI of the memory (default RUN_DIR/memory); a path shared by several machines")
+    p.add_argument("--train-threads", type=positive_int, default=None, metavar="N",
+                   help="torch threads of the trainer's SFT and round updates (default: the usable cores, at most 4)")
     add_executor_arguments(p)
     p.set_defaults(func=run)
 
@@ -112,7 +114,8 @@ def run(args) -> int:
     _file_log(run_dir)
     urls = dict(u.split("=", 1) for u in args.server_url)
     specs = [ServerSpec(name=s.name, url=urls[s.name]) if s.name in urls else s for s in stdio_specs(
-        run_dir, extra_args={"trainer": executor_argv(args),
+        run_dir, extra_args={"trainer": executor_argv(args) + (["--train-threads", str(args.train_threads)]
+                                                          if args.train_threads else []),
                   "memory": ["--memory-uri", args.memory_uri] if args.memory_uri else []}, robot=preset.robot)]
     print(f"[coda] starting MCP servers (sim, verifier, memory, trainer) for {run_dir}", file=sys.stderr)
     try:

@@ -638,3 +638,26 @@ def test_planted_files_are_neither_followed_nor_trusted(run_dir, tmp_path):
             assert not (run_dir / "checkpoints" / "big.pt").exists()
 
     run(main())
+
+
+def test_updates_run_on_the_services_train_threads_and_simulation_keeps_the_process_count(run_dir, seeded):
+    """`train_threads`: the round's updates run on that many torch threads (seen from inside the update loop, by
+    its progress callback); the count is the process's again afterwards, and a service without it never changes
+    it."""
+    import torch
+
+    from policy.service import TrainerService
+
+    before = torch.get_num_threads()
+    want = 2 if before != 2 else 3
+    seen: list[int] = []
+    service = TrainerService(run_dir, train_threads=want)
+    rid, spec = seeded["rollout"]["rollout_id"], SceneStore(run_dir).spec(seeded["scene_id"])
+    service.train([rid], scene_demos=[spec], critic_updates=1, policy_updates=20, collect="bc",
+                  progress=lambda done, total, metrics: seen.append(torch.get_num_threads()))
+    assert seen and set(seen) == {want}
+    assert torch.get_num_threads() == before
+    seen.clear()
+    TrainerService(run_dir).train([rid], scene_demos=[spec], critic_updates=1, policy_updates=20, collect="bc",
+                                  progress=lambda done, total, metrics: seen.append(torch.get_num_threads()))
+    assert seen and set(seen) == {before}
