@@ -40,11 +40,10 @@ def test_coda_run_dir_env_wins_and_mcp_config_names_the_same_dir(tmp_path):
     assert args[args.index("--run-dir") + 1] == str(chosen)
 
 
-def test_the_trainer_trains_on_the_usable_cores_unless_told_and_refuses_a_bad_count():
-    from coda.commands.serve import MAX_TRAIN_THREADS, train_threads
+def test_the_trainer_trains_on_its_torch_threads_unless_told_and_refuses_a_bad_count():
+    from coda.commands.serve import train_threads
 
-    assert train_threads(None) == max(1, min(MAX_TRAIN_THREADS, len(os.sched_getaffinity(0))))
-    assert train_threads(3) == 3
+    assert train_threads(None, 1) == 1 and train_threads(None, 3) == 3 and train_threads(2, 1) == 2
     proc = subprocess.run([sys.executable, "-m", "coda.cli", "serve", "trainer", "--train-threads", "0"],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, env=_env())
     assert proc.returncode == 2 and "--train-threads must be >= 1, got 0" in proc.stderr

@@ -51,7 +51,8 @@ def register(sub, name: str) -> None:
     p.add_argument("--memory-uri", default=None,
                    help="LanceDB URI of the memory (default RUN_DIR/memory); a path shared by several machines")
     p.add_argument("--train-threads", type=positive_int, default=None, metavar="N",
-                   help="torch threads of the trainer's SFT and round updates (default: the usable cores, at most 4)")
+                   help="torch threads of the trainer's SFT and round updates (default 1; more help on an idle "
+                        "many-core machine, docs/BENCHMARKS.md)")
     add_executor_arguments(p)
     p.set_defaults(func=run)
 

@@ -30,9 +30,6 @@ SERVERS: dict[str, str] = {
 not passed)"""
 DEFAULT_PORTS = {"sim": 8731, "verifier": 8732, "memory": 8733, "trainer": 8734}
 RUN_DIR_ENV = "CODA_RUN_DIR"
-MAX_TRAIN_THREADS = 4
-"""the trainer's default cap on threads for its updates (a batch of 256 through a 128-wide model; measured only
-on 2 cores)"""
 
 
 def default_run_dir() -> Path:
@@ -117,7 +114,7 @@ def register(sub, name: str) -> None:
                         "slow torch down many times over)")
     p.add_argument("--train-threads", type=int, default=None, metavar="N",
                    help="trainer server: CPU threads of the SFT and of a round's policy and critic updates, while "
-                        f"no simulation runs (default: the usable cores, at most {MAX_TRAIN_THREADS})")
+                        "no simulation runs (default: --torch-threads; more help on an idle many-core machine)")
     add_executor_arguments(p)  # trainer server: where demos, rollouts and evaluations simulate
     p.set_defaults(func=run)
 
@@ -134,17 +131,17 @@ def torch_threads(requested: int | None) -> int:
     return int(env) if env.isdigit() and int(env) >= 1 else 1
 
 
-def train_threads(requested: int | None) -> int:
-    """The trainer's torch threads for its updates (`TrainerService.train_threads`): --train-threads, else the
-    cores this process may use, at most MAX_TRAIN_THREADS. Nothing else computes while a job's updates run (its
-    simulation is before and after them), so they may use every core: on the 2-core machine two threads make a
-    BC update ≈ 2× faster when the other core is idle (docs/BENCHMARKS.md, "Training threads")."""
-    if requested is not None:
-        if requested < 1:
-            raise ValueError(f"--train-threads must be >= 1, got {requested}")
-        return requested
-    return max(1, min(MAX_TRAIN_THREADS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else os.cpu_count() or 1))
+def train_threads(requested: int | None, threads: int) -> int:
+    """The trainer's torch threads for the SFT and a round's updates (`TrainerService.train_threads`):
+    --train-threads, else its --torch-threads. Nothing else computes while a job's updates run (its simulation
+    comes before and after them), so on an idle many-core machine more threads help; on the 2-core machine two
+    made an update 1.2-1.6x faster when the other core was idle and up to 3x slower when it was busy
+    (docs/BENCHMARKS.md, "Training threads"), hence not the default."""
+    if requested is None:
+        return threads
+    if requested < 1:
+        raise ValueError(f"--train-threads must be >= 1, got {requested}")
+    return requested
 
 
 def run(args) -> int:
@@ -152,7 +149,7 @@ def run(args) -> int:
 
     try:
         threads = torch_threads(getattr(args, "torch_threads", None))
-        updates_threads = train_threads(getattr(args, "train_threads", None))
+        updates_threads = train_threads(getattr(args, "train_threads", None), threads)
     except ValueError as exc:
         print(f"coda serve: {exc}", file=sys.stderr)
         return 2
