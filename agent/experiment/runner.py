@@ -46,6 +46,9 @@ def run_experiment(out: Path, methods: list[str], seeds: list[int], preset: Pres
               "transfer": transfer,
               "transfer_seeds": transfer_seeds, "threshold_gain": threshold_gain, "command": command,
               "commit": code_commit(), "embedder": embedder or "minilm"}
+    if resume and not config_path.exists():
+        raise ValueError(f"--resume: {out} holds no experiment to continue (no experiment.json); drop --resume to "
+                         "start one there")
     if config_path.exists():
         if not resume:
             raise FileExistsError(f"{out} already holds an experiment; pass --resume to continue it or choose "

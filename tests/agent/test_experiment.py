@@ -504,6 +504,19 @@ def test_cells_are_saved_as_they_finish_and_skipped_on_resume(tmp_path):
         run_experiment(out, ["sft"], [0], get_preset("tiny"), resume=True, cell_runner=fake_cell)
 
 
+def test_resume_refuses_a_folder_that_holds_no_experiment(tmp_path):
+    """Session 37 (red team): --resume on a folder without experiment.json (an empty folder, a memory store) ran a
+    whole new experiment into it; now it is refused and nothing is written."""
+    for out in (tmp_path / "missing", tmp_path / "other"):
+        if out.name == "other":
+            out.mkdir()
+            (out / "keep.txt").write_text("x")
+        before = sorted(p.name for p in out.iterdir()) if out.exists() else None
+        with pytest.raises(ValueError, match="holds no experiment to continue"):
+            run_experiment(out, ["sft"], [0], PRESET, resume=True, cell_runner=fake_cell)
+        assert (sorted(p.name for p in out.iterdir()) if out.exists() else None) == before
+
+
 def test_resume_accepts_a_preset_field_added_later_at_its_default_only(tmp_path):
     """An experiment recorded before a Preset field existed resumes when the field is at its default (the
     behaviour from before it existed); a non-default value, or any changed budget, is refused by name."""
