@@ -7,7 +7,9 @@ import importlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 
 # command name -> module under coda.commands exposing register(subparsers) and run(args) -> int
 COMMANDS = {
@@ -81,6 +83,15 @@ def _plain(value) -> str:
     return str(value)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (e.g. `timeout`, a job scheduler): unwinds like Ctrl-C, so the MCP servers, worker pools and
+    sandbox zygotes a command started are closed on the way out instead of running on as orphans."""
+
+
+def _terminated(signum, frame) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     # one torch / BLAS thread unless the user asks for more (before torch is imported): parallelism comes from
     # the env workers, and idle-waiting threads on busy cores slow BC updates 4-9x (docs/BENCHMARKS.md, Policy)
@@ -93,11 +104,14 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        print("terminated" if terminated else "interrupted", file=sys.stderr)
+        return 143 if terminated else 130
     except BrokenPipeError:  # output piped into e.g. `head`, which closed early
         sys.stderr.close()
         return 0

@@ -144,7 +144,9 @@ def serve(server: MCPServer, http: HttpOptions | None = None) -> None:
     if http is None:
         try:
             server.run("stdio")
-        finally:  # also when the transport fails: a write to a client that died raises BrokenPipeError
+        except* BrokenPipeError:  # the client closed or died while an answer was being written: nothing to tell
+            pass
+        finally:
             end_jobs(server.name)
         return
     import anyio
