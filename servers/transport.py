@@ -165,6 +165,23 @@ def serve(server: MCPServer, http: HttpOptions | None = None) -> None:
         end_jobs(server.name)
 
 
+def listen_problem(http: HttpOptions) -> str | None:
+    """Why the HTTP server could not listen on its address (an unknown host, a port in use or not allowed), or None:
+    checked before anything is made for the server (a port taken in the moment after still fails in uvicorn)."""
+    try:
+        infos = socket.getaddrinfo(http.host, http.port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"unknown host ({exc.strerror or exc})"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a port in TIME_WAIT is free
+        try:
+            s.bind(address)
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
 JOB_GRACE_S = 5.0
 """how long a closing server waits for its cancelled jobs to stop"""
 

@@ -56,3 +56,29 @@ def test_experiment_cells_train_on_one_thread():
 
     args = server_args({"checkpoint": "/x/base/transformer-s0/base.pt"})["trainer"]
     assert args[args.index("--train-threads") + 1] == "1"
+
+
+def test_a_server_that_cannot_start_leaves_no_run_directory(tmp_path):
+    """Session 37 (red team): an HTTP server refused for its token or host, or unable to bind its port, had already
+    made its --run-dir (with scenes/ and traces/ when the bind failed); bad --workers and --import-checkpoints were
+    accepted. Each is now one line, exit 2, before anything is made."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        cases = {
+            "token": (["sim", "--transport", "http", "--token", "abc"], "at least 8 characters"),
+            "host": (["sim", "--transport", "http", "--host", "999.999.1.1", "--token", "abcdefghij"], "unknown host"),
+            "port": (["sim", "--transport", "http", "--port", port], f"cannot listen on 127.0.0.1:{port}"),
+            "workers": (["trainer", "--workers", "-5"], "--workers must be >= 1, got -5"),
+            "import": (["trainer", "--import-checkpoints", str(tmp_path / "none")], "is not a directory"),
+        }
+        for name, (argv, words) in cases.items():
+            run_dir = tmp_path / name / "run"
+            proc = subprocess.run([sys.executable, "-m", "coda.cli", "serve", *argv, "--run-dir", str(run_dir)],
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, env=_env())
+            assert proc.returncode == 2 and words in proc.stderr, (name, proc.stderr)
+            assert len(proc.stderr.strip().splitlines()) == 1, (name, proc.stderr)
+            assert not (tmp_path / name).exists(), name

@@ -145,7 +145,7 @@ def train_threads(requested: int | None, threads: int) -> int:
 
 
 def run(args) -> int:
-    from servers.transport import HttpOptions, serve
+    from servers.transport import HttpOptions, listen_problem, serve
 
     try:
         threads = torch_threads(getattr(args, "torch_threads", None))
@@ -163,6 +163,28 @@ def run(args) -> int:
         except ValueError as exc:
             print(f"coda serve: {exc}", file=sys.stderr)
             return 2
+    if getattr(args, "workers", 1) < 1:
+        print(f"coda serve: --workers must be >= 1, got {args.workers}", file=sys.stderr)
+        return 2
+    given = getattr(args, "import_checkpoints", None)
+    import_dir = Path(given).expanduser().resolve() if given else None
+    if import_dir is not None and not import_dir.is_dir():
+        print(f"coda serve: --import-checkpoints {given} is not a directory; give the folder whose "
+              "checkpoints install_checkpoint may copy (e.g. an experiment's base/transformer-sN)", file=sys.stderr)
+        return 2
+    http = None
+    if args.transport == "http":  # checked before the run directory is made: a server that cannot listen leaves none
+        try:
+            http = HttpOptions(host=args.host, port=args.port or DEFAULT_PORTS.get(args.server, 8730),
+                               token=args.token or os.environ.get(TOKEN_ENV) or None,
+                               allowed_hosts=tuple(args.allow_host))
+        except ValueError as exc:
+            print(f"coda serve: {exc}", file=sys.stderr)
+            return 2
+        problem = listen_problem(http)
+        if problem:
+            print(f"coda serve: cannot listen on {http.host}:{http.port}: {problem}", file=sys.stderr)
+            return 2
     if args.run_dir is not None and not args.run_dir.strip():
         print("coda serve: --run-dir is empty; give the run directory the server keeps its files in "
               f"(default ${RUN_DIR_ENV}, else {default_run_dir()})", file=sys.stderr)
@@ -178,15 +200,6 @@ def run(args) -> int:
     except OSError as exc:
         print(f"coda serve: cannot make the --run-dir {run_dir}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    http = None
-    if args.transport == "http":
-        try:
-            http = HttpOptions(host=args.host, port=args.port or DEFAULT_PORTS.get(args.server, 8730),
-                               token=args.token or os.environ.get(TOKEN_ENV) or None,
-                               allowed_hosts=tuple(args.allow_host))
-        except ValueError as exc:
-            print(f"coda serve: {exc}", file=sys.stderr)
-            return 2
     if args.server == "trainer":
         import torch
 
@@ -203,8 +216,7 @@ def run(args) -> int:
         server = build(args.server, run_dir, embedder=embedder, workers=args.workers, executor=args.executor,
                        train_threads=updates_threads,
                        ray_address=args.ray_address, memory_uri=args.memory_uri, robot=robot,
-                       import_dir=Path(args.import_checkpoints).expanduser().resolve() if args.import_checkpoints
-                       else None)
+                       import_dir=import_dir)
     except BaseException as exc:
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)
