@@ -82,3 +82,26 @@ def test_a_server_that_cannot_start_leaves_no_run_directory(tmp_path):
             assert proc.returncode == 2 and words in proc.stderr, (name, proc.stderr)
             assert len(proc.stderr.strip().splitlines()) == 1, (name, proc.stderr)
             assert not (tmp_path / name).exists(), name
+
+
+def test_coda_run_checks_name_server_urls_and_workers_before_making_anything(tmp_path):
+    """Session 37 (red team): `--server-url bogus` failed with a dict-update message after run.log was written,
+    an unknown server name was ignored, `--name /abs` or `../x` put the run outside --runs-dir, `--workers 0`
+    started a run; `coda mcp-config --run-dir ""` named the working directory."""
+    runs = tmp_path / "runs"
+    cases = {
+        "--server-url bogus": "must be NAME=URL",
+        "--server-url nosuch=http://127.0.0.1:1/mcp": "must be NAME=URL",
+        f"--name {tmp_path / 'abs'}": "must be a plain folder name",
+        "--name ../x": "must be a plain folder name",
+        "--workers 0": "--workers must be >= 1, got 0",
+    }
+    for argv, words in cases.items():
+        proc = subprocess.run([sys.executable, "-m", "coda.cli", "run", "--runs-dir", str(runs), *argv.split()],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_env())
+        assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, \
+            (argv, proc.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    cfg = subprocess.run([sys.executable, "-m", "coda.cli", "mcp-config", "--run-dir", ""], capture_output=True,
+                         text=True, timeout=120, env=_env())
+    assert cfg.returncode == 2 and "--run-dir is empty" in cfg.stderr and cfg.stdout == ""

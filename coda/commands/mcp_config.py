@@ -59,5 +59,10 @@ def config(run_dir: str | Path, client: str = "claude") -> dict:
 def run(args) -> int:
     from coda.commands.serve import default_run_dir
 
+    if args.run_dir is not None and not args.run_dir.strip():
+        print("coda mcp-config: --run-dir is empty; give the run directory the servers share (or leave it out for "
+              f"{default_run_dir()})", file=sys.stderr)
+        return 2
+
     print(json.dumps(config(default_run_dir() if args.run_dir is None else args.run_dir, args.client), indent=2))
     return 0

@@ -64,6 +64,23 @@ def run_methods() -> tuple[str, ...]:
     return tuple(name for name, m in METHODS.items() if m.generation != "memory")
 
 
+def _argument_problem(args) -> str | None:
+    """What is wrong with --name, --server-url or --workers (checked before anything is made), or None."""
+    from agent.hub import SERVERS
+
+    if args.name is not None and (not args.name.strip() or args.name in (".", "..") or "/" in args.name
+                                  or "\\" in args.name):
+        return f"--name {args.name!r} must be a plain folder name inside --runs-dir ({args.runs_dir}), without slashes"
+    for item in args.server_url:
+        name, sep, url = item.partition("=")
+        if not sep or name not in SERVERS or not url.startswith(("http://", "https://")):
+            return (f"--server-url {item!r} must be NAME=URL with NAME one of {', '.join(SERVERS)} and an http(s) "
+                    "URL, e.g. trainer=http://127.0.0.1:8734/mcp")
+    if args.workers < 1:
+        return f"--workers must be >= 1, got {args.workers}"
+    return None
+
+
 def run(args) -> int:
     from agent.hub import Hub, ServerSpec, ToolError, stdio_specs
     from agent.presets import cli_overrides, get_preset
@@ -92,6 +109,10 @@ def run(args) -> int:
         roles = make_roles(args.backend, model=args.model, base_url=args.base_url)
     except (ValueError, RuntimeError) as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
+        return 2
+    problem = _argument_problem(args)
+    if problem:
+        print(f"coda {args.command}: {problem}", file=sys.stderr)
         return 2
     if args.resume and not args.name:
         print(f"coda {args.command}: --resume continues a named run: add --name NAME (a folder of {args.runs_dir})",
