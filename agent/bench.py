@@ -7,6 +7,7 @@ evidence alone.
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import time
 from collections import Counter
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 
 from agent.hub import Hub, stdio_specs
 from agent.roles.critic import Critic, OfflineCritic
+from sim.constants import FAMILIES
 from sim.evidence.models import Evidence
 
 PAGE = 25
@@ -24,11 +26,22 @@ PAGE = 25
 def add_arguments(parser) -> None:
     parser.add_argument("--n", type=int, default=200, help="failed rollouts to diagnose")
     parser.add_argument("--seed", type=int, default=0, help="benchmark seed (scenes and perturbations)")
-    parser.add_argument("--families", default="pick_place,stack,articulated,prep", help="comma-separated families")
+    parser.add_argument("--families", type=_families, default="pick_place,stack,articulated,prep",
+                        help="comma-separated families")
     parser.add_argument("--backend", default="offline", help="offline | anthropic | openai")
     parser.add_argument("--model", default=None)
     parser.add_argument("--base-url", default=None)
     parser.add_argument("--errors", type=int, default=10, help="misdiagnosed rollouts listed in the output")
+
+
+def _families(text: str) -> tuple[str, ...]:
+    """argparse type for --families: a typo fails at once, not as a sim server error after it has started."""
+    names = tuple(f.strip() for f in text.split(",") if f.strip())
+    unknown = [f for f in names if f not in FAMILIES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"unknown families {', '.join(unknown) or '(none)'}; valid families: "
+                                         f"{', '.join(FAMILIES)}")
+    return names
 
 
 @contextmanager
@@ -96,7 +109,7 @@ def run(args) -> dict:
     from agent.roles.factory import make_roles
 
     roles = make_roles(args.backend, model=args.model, base_url=args.base_url)
-    families = tuple(f for f in args.families.split(",") if f)
+    families = tuple(args.families)
     out = {"backend": args.backend, "seed": args.seed,
            **evaluate(args.n, seed=args.seed, families=families, critic=roles.critic, n_errors=args.errors)}
     if args.backend != "offline":

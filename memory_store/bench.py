@@ -21,6 +21,7 @@ import numpy as np
 from memory_store.embed import HashingEmbedder, MiniLMEmbedder
 from memory_store.schema import EMBED_DIM, Diagnosis
 from memory_store.store import VECTOR_INDEX_MIN_ROWS, MemoryStore
+from sim.bench import at_least
 from sim.constants import DIAGNOSIS_FACTORS, PHASES
 
 CAUSES = [
@@ -32,15 +33,29 @@ CAUSES = [
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rows", type=int, default=10_000, help="diagnoses to write")
-    parser.add_argument("--batch", type=int, default=1000, help="records per put_many call")
-    parser.add_argument("--queries", type=int, default=200, help="search queries per configuration")
-    parser.add_argument("--k", type=int, default=10, help="neighbours per query")
-    parser.add_argument("--store", default=None, help="store directory (default: a temporary one, removed)")
+    parser.add_argument("--rows", type=at_least(1), default=10_000, help="diagnoses to write")
+    parser.add_argument("--batch", type=at_least(1), default=1000, help="records per put_many call")
+    parser.add_argument("--queries", type=at_least(1), default=200, help="search queries per configuration")
+    parser.add_argument("--k", type=at_least(1), default=10, help="neighbours per query")
+    parser.add_argument("--store", type=_new_store, default=None,
+                        help="a new or empty store directory, kept after the run (default: a temporary one, removed)")
     parser.add_argument(
-        "--embed-sentences", type=int, default=256, help="sentences for the embedder figure (0: skip)"
+        "--embed-sentences", type=at_least(0), default=256, help="sentences for the embedder figure (0: skip)"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=at_least(0), default=0)
+
+
+def _new_store(text: str) -> str:
+    """argparse type for --store: the benchmark writes thousands of synthetic diagnoses, which must never land in
+    a store in use, so it must be a new or empty local folder."""
+    if "://" in text:
+        raise argparse.ArgumentTypeError(f"{text} is a URI; give a new or empty local folder")
+    path = Path(text).expanduser()
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        what = "a folder that holds files" if path.is_dir() else "a file"
+        raise argparse.ArgumentTypeError(f"{text} is {what}; the benchmark writes synthetic rows, so give a new or "
+                                         "empty folder (or leave --store out for a temporary one)")
+    return text
 
 
 def _records(rows: int, rng: np.random.Generator) -> list[Diagnosis]:

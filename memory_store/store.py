@@ -87,6 +87,15 @@ def resolve_uri(uri: str | os.PathLike | None, create: bool = True) -> tuple[str
     return str(path), path
 
 
+def _lance_reason(exc: Exception, limit: int = 300) -> str:
+    """The first line of a Lance error without its prefix and Rust source location, cut to `limit` characters (a
+    cloud error can carry a whole retry record): what a user can act on, on one line."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    text = re.sub(r",?\s*\S+\.rs:\d+:\d+$", "", text)
+    text = re.sub(r"^lance error: (LanceError\(\w+\): )?", "", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 @dataclass
 class WriteResult:
     inserted: int = 0
@@ -167,16 +176,19 @@ class MemoryStore:
         causes written without an embedding and text queries. With `create=False` nothing is created: a
         missing directory, a file or a location without the memory tables raises `OSError` (for read-only use)."""
         resolved, local_dir = resolve_uri(uri, create=create)
-        db = lancedb.connect(
-            resolved,
-            read_consistency_interval=datetime.timedelta(0),
-            storage_options=storage_options,
-        )
-        store = cls(db, resolved, local_dir, embedder or default_embedder(), retries)
-        if create:
-            store._open_tables()
-        else:
-            store._open_existing_tables()
+        try:
+            db = lancedb.connect(
+                resolved,
+                read_consistency_interval=datetime.timedelta(0),
+                storage_options=storage_options,
+            )
+            store = cls(db, resolved, local_dir, embedder or default_embedder(), retries)
+            if create:
+                store._open_tables()
+            else:
+                store._open_existing_tables()
+        except (RuntimeError, ValueError) as exc:  # Lance: an unknown scheme, missing credentials, a damaged table
+            raise OSError(f"cannot open the memory store {resolved}: {_lance_reason(exc)}") from exc
         return store
 
     def _open_existing_tables(self) -> None:

@@ -13,12 +13,13 @@ import time
 import numpy as np
 import torch
 
+from sim.bench import at_least
 from sim.constants import ACTION_DIM, CHUNK, MAX_DPOS, MAX_OBJECTS, OBJ_DIM, PROPRIO_DIM
 from sim.env import make_observation, object_padding
 
 from .awr import bc_update, critic_update, policy_update, select_chunk
 from .checkpoint import build_train_state
-from .config import BACKBONES, PolicyConfig, TrainConfig, autocast
+from .config import AMP_MODES, BACKBONES, PolicyConfig, TrainConfig, autocast, resolve_device
 from .data import (
     ACTION,
     DONE,
@@ -135,30 +136,72 @@ def bench_inference(cfg: PolicyConfig, device: torch.device, n_envs: int, j: int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch-size", type=int, default=256, help="transitions per update")
-    parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing window per figure")
-    parser.add_argument("--backbones", default=",".join(BACKBONES), help="comma-separated backbones")
-    parser.add_argument("--devices", default="auto", help="'auto' (cpu, plus cuda if present) or a list, e.g. cpu")
-    parser.add_argument("--envs", type=int, default=16, help="environments per batched inference call")
-    parser.add_argument("--candidates", type=int, default=8, help="chunks sampled per decision (j)")
-    parser.add_argument("--d-model", type=int, default=128)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--amp", default="auto", help="auto (bf16 on CUDA) | bf16 | off; 'auto,off' compares both")
+    parser.add_argument("--batch-size", type=at_least(1), default=256, help="transitions per update")
+    parser.add_argument("--seconds", type=_positive_seconds, default=2.0, help="minimum timing window per figure")
+    parser.add_argument("--backbones", type=_names(BACKBONES, "backbones"), default=",".join(BACKBONES),
+                        help="comma-separated backbones")
+    parser.add_argument("--devices", type=_devices, default="auto",
+                        help="'auto' (cpu, plus cuda if present) or a list, e.g. cpu")
+    parser.add_argument("--envs", type=at_least(1), default=16, help="environments per batched inference call")
+    parser.add_argument("--candidates", type=at_least(1), default=8, help="chunks sampled per decision (j)")
+    parser.add_argument("--d-model", type=at_least(1), default=128)
+    parser.add_argument("--layers", type=at_least(1), default=2)
+    parser.add_argument("--amp", type=_names(AMP_MODES, "amp modes"), default="auto",
+                        help="auto (bf16 on CUDA) | bf16 | off; 'auto,off' compares both")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return seconds
+
+
+def _names(valid: tuple[str, ...], what: str):
+    """argparse type: comma-separated names, each one of `valid`."""
+
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in names if n not in valid]
+        if not names or unknown:
+            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(unknown) or '(none)'}; valid {what}: "
+                                             f"{', '.join(valid)}")
+        return names
+
+    return parse
+
+
+def _devices(text: str) -> list[str]:
+    """argparse type for --devices: 'auto' is cpu plus cuda when present; a named device must exist here (a typo
+    or a missing GPU fails at once, not as a torch error after the first figures)."""
+    if text.strip() == "auto":
+        return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    names = [d.strip() for d in text.split(",") if d.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected 'auto' or comma-separated devices, e.g. cpu,cuda")
+    for name in names:
+        try:
+            resolve_device(name)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return names
 
 
 def run(args: argparse.Namespace) -> dict:
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else []) if args.devices == "auto" \
-        else [d.strip() for d in args.devices.split(",") if d.strip()]
+    devices = args.devices
     result: dict = {"torch": torch.__version__, "threads": torch.get_num_threads(), "batch_size": args.batch_size,
                     "d_model": args.d_model, "layers": args.layers, "envs": args.envs, "candidates": args.candidates}
     if "cuda" in devices:
         result["gpu"] = torch.cuda.get_device_name(0)
-    for backbone in [b.strip() for b in args.backbones.split(",") if b.strip()]:
+    for backbone in args.backbones:
         cfg = PolicyConfig(backbone=backbone, d_model=args.d_model, n_layers=args.layers, n_candidates=args.candidates)
         for name in devices:
             device = torch.device(name)
             figures = bench_inference(cfg, device, args.envs, args.candidates, args.seconds)
-            for amp in [a.strip() for a in args.amp.split(",") if a.strip()]:
+            for amp in args.amp:
                 tag = "" if amp == "auto" else f".amp_{amp}"
                 figures.update({k + tag: v for k, v in bench_updates(cfg, device, args.batch_size, args.seconds,
                                                                       amp).items()})

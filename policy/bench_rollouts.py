@@ -19,6 +19,7 @@ from policy.config import PolicyConfig, TrainConfig
 from policy.evaluate import train_specs
 from policy.rollout import Episode, chunk_fn, rollout
 from policy.text import get_embedder
+from sim.bench import at_least, families_list, int_list
 from sim.constants import FAMILIES
 from sim.workers import make_executor
 
@@ -34,10 +35,12 @@ def episodes_digest(episodes: list[Episode]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts to compare")
-    parser.add_argument("--envs", type=int, default=16, help="environments rolled out in lockstep")
-    parser.add_argument("--families", default=",".join(FAMILIES), help="scene families (round robin)")
-    parser.add_argument("--repeats", type=int, default=2, help="timed repetitions per configuration (best kept)")
+    parser.add_argument("--workers", type=int_list(1), default="1,2", help="comma-separated worker counts to compare")
+    parser.add_argument("--envs", type=at_least(1), default=16, help="environments rolled out in lockstep")
+    parser.add_argument("--families", type=families_list, default=",".join(FAMILIES),
+                        help="scene families (round robin)")
+    parser.add_argument("--repeats", type=at_least(1), default=2,
+                        help="timed repetitions per configuration (best kept)")
     parser.add_argument("--executor", default="local", choices=["local", "ray"])
     parser.add_argument("--ray-address", default=None)
     parser.add_argument("--policy", default=None, help="checkpoint to roll out (default: fresh policy, seed 0)")
@@ -53,7 +56,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _run(args) -> dict:
-    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    families = args.families
     per = -(-args.envs // len(families))
     specs = [s for i in range(per) for f in families for s in train_specs(f, 1, start=i)][: args.envs]
     state = (load_checkpoint(args.policy) if args.policy
@@ -73,7 +76,7 @@ def _run(args) -> dict:
 
     result: dict = {"envs": len(specs), "families": families, "executor": args.executor}
     configs = [("in_process", "local", 1)] + [(f"{args.executor}_{w}", args.executor, w)
-                                              for w in (int(x) for x in args.workers.split(","))]
+                                              for w in args.workers]
     digests = {}
     for name, kind, workers in configs:
         if kind == "local" and workers == 1 and name != "in_process":

@@ -97,6 +97,7 @@ from policy.phase_potential import episode_potentials
 from policy.rollout import Episode, chunk_fn, planner_demos, rollout
 from policy.takeover import ARM_RULE, arm_demos
 from policy.train import AfterUpdate, balance_families, bc_finetune, demo_buffer, train_sft
+from sim.bench import int_list
 from sim.constants import FAMILIES
 from sim.engine.variations import other_start
 from sim.spec import SceneSpec
@@ -118,7 +119,8 @@ CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "dt_failed_balanced_mi
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", choices=(*FAMILIES, "all"), default="pick_place",
                         help="scene family, or all (every family in one round, as the loop's round)")
-    parser.add_argument("--seeds", default="0,1", help="comma-separated seeds (base demos, round scenes, rollouts)")
+    parser.add_argument("--seeds", type=int_list(0), default="0,1",
+                        help="comma-separated seeds (base demos, round scenes, rollouts)")
     parser.add_argument("--replicates", type=int, default=3, help="training replicates per arm and seed")
     parser.add_argument("--arms", default=",".join(ARMS[:4]), help=f"comma-separated arms from {', '.join(ARMS)}")
     parser.add_argument("--base-demos", type=int, default=100, help="planner demonstrations of the weak base")
@@ -141,7 +143,7 @@ def run(args) -> dict:
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         raise ValueError(f"unknown arm(s) {', '.join(unknown)}; valid arms: {', '.join(ARMS)}")
-    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    seeds = list(args.seeds)
     curve = curve_points(args.curve, args.updates)
     eval_scenes = [s for f in bench_families(args.family) for s in eval_specs(f, "in", args.eval)]
     per_seed = []

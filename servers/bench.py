@@ -16,13 +16,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from sim.bench import at_least
+
 TOOL, ARGS = "list_assets", {"limit": 1}
 TRANSPORTS = ("memory", "stdio", "http")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--calls", type=int, default=300, help="timed calls per transport")
-    parser.add_argument("--warmup", type=int, default=20, help="untimed calls first")
+    parser.add_argument("--calls", type=at_least(1), default=300, help="timed calls per transport")
+    parser.add_argument("--warmup", type=at_least(0), default=20, help="untimed calls first")
     parser.add_argument("--transports", default=",".join(TRANSPORTS), help="comma list of memory, stdio, http")
     parser.add_argument("--run", action="append", default=[], metavar="RUN_DIR",
                         help="also report the MCP overhead measured inside a finished `coda run` (repeatable)")

@@ -45,6 +45,17 @@ CASES = [
     (["serve", "memory", "--run-dir", "{tmp}/rd/x", "--memory-uri", "/proc/nonexistent/mem"],
      ["--memory-uri", "/proc/nonexistent/mem", "cannot start"]),
     (["sim", "render", "--family", "stack", "--size", "500"], ["--size", "<= 480", "500"]),
+    # issue 37: bad export folders, and the benchmarks' numbers checked before any work (no ZeroDivisionError)
+    (["memory", "import", "{tmp}/noexport", "--store", "{tmp}/new"], ["noexport", "does not exist"]),
+    (["bench", "sim", "--episodes", "-1"], ["--episodes", ">= 1", "-1"]),
+    (["bench", "sandbox", "--programs", "-1"], ["--programs", ">= 1", "-1"]),
+    (["bench", "sandbox", "--rounds", "0"], ["--rounds", ">= 1", "0"]),
+    (["bench", "rollouts", "--workers", "0"], ["--workers", ">= 1", "0"]),
+    (["bench", "policy", "--devices", "bogus"], ["--devices", "'bogus'", "'cpu'"]),
+    (["bench", "critic", "--families", "bogus"], ["--families", "bogus", "valid families", "pick_place"]),
+    (["bench", "mcp", "--calls", "0"], ["--calls", ">= 1", "0"]),
+    (["bench", "memory", "--rows", "-5"], ["--rows", ">= 1", "-5"]),
+    (["bench", "round", "--seeds", "a"], ["--seeds", "integer", "'a'"]),
 ]
 
 
@@ -82,3 +93,17 @@ def test_human_output_prints_tables_and_lists_plainly(capsys):
     emit({"name": "mug", "size_m": [0.06, 0.123456], "instance_ids": [{"id": "mug/000", "split": "train"}]}, False)
     out = capsys.readouterr().out.splitlines()
     assert out == ["name          mug", "size_m        0.06, 0.1235", "instance_ids", "  id=mug/000  split=train"]
+
+
+def test_bench_memory_refuses_a_store_that_holds_anything(tmp_path):
+    """Issue 37: `coda bench memory --store DIR` wrote thousands of synthetic diagnoses into a store in use."""
+    store = tmp_path / "memory"
+    store.mkdir()
+    (store / "scenes.lance").mkdir()
+    before = sorted(tmp_path.rglob("*"))
+    proc = subprocess.run([sys.executable, "-m", "coda.cli", "bench", "memory", "--rows", "10", "--store", str(store)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--store" in lines[0] and "new or empty folder" in lines[0]
+    assert sorted(tmp_path.rglob("*")) == before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from coda.cli import emit
 
@@ -56,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
     from memory_store.store import MemoryStore, where_eq
 
     command = args.memory_command
+    export = None
+    if command == "import":  # the whole export is checked first: a bad one creates no store and merges nothing
+        from memory_store.transfer import read_export
+
+        export = read_export(Path(args.dir))
     try:
         store = MemoryStore.open(args.store, create=command not in READ_ONLY)
     except OSError as exc:
@@ -71,10 +77,8 @@ def run(args: argparse.Namespace) -> int:
     elif command == "show":
         found = store.find(args.id)
         if found is None:
-            emit(
-                {"error": f"no record with id {args.id!r} in {store.uri}; list ids with `coda memory ls`"},
-                args.json,
-            )
+            print(f"coda memory show: no record with id {args.id!r} in {store.uri}; `coda memory modes` lists "
+                  "the mode ids, `coda memory export DIR` writes every record with its id", file=sys.stderr)
             return 1
         table, record = found
         data = record.model_dump(mode="json")
@@ -102,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         manifest = store.export(args.dir)
         emit({"dir": args.dir, **{n: t["rows"] for n, t in manifest["tables"].items()}}, args.json)
     elif command == "import":
-        summary = store.import_(args.dir)
+        from memory_store.transfer import merge_export
+
+        summary = merge_export(store, export)
         emit({"dir": args.dir, **summary}, args.json)
     return 0

@@ -22,10 +22,13 @@ from __future__ import annotations
 import os
 import time
 
+from sim.bench import at_least
+
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--programs", type=int, default=20, help="scene programs (seed scenes, families in turn)")
-    parser.add_argument("--rounds", type=int, default=4, help="passes over the programs per path (ABBA order)")
+    parser.add_argument("--programs", type=at_least(1), default=20,
+                        help="scene programs (seed scenes, families in turn)")
+    parser.add_argument("--rounds", type=at_least(1), default=4, help="passes over the programs per path (ABBA order)")
     parser.add_argument("--no-warmup", action="store_true",
                         help="standby children skip the trusted warm-up scene (to measure what it saves)")
 
