@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 from pathlib import Path
 
 
@@ -84,6 +86,65 @@ def nonnegative_int(value: str) -> int:
     return _int_at_least(value, 0)
 
 
+MAX_SEED = 2**32 - 1
+"""largest seed a command takes: numpy's legacy seeding (`np.random.seed`, used by TrainConfig.seed and open to
+scene programs) accepts 0 .. 2**32 - 1"""
+MAX_COUNT = 100_000
+"""largest number of scenes, seeds or episodes one command takes: far above any real use (the paper's protocol
+evaluates 100 scenes per suite) and low enough that the lists built from it fit in memory; without a bound a
+mistyped count hangs with growing memory or overflows"""
+
+MAX_SUITE_SCENES = 20_000
+"""largest number of scenes evaluated per suite: a suite's scenes come from its own block of 100,000 seeds
+(sim.suites.suite_seed), with up to 5 seeds tried per scene"""
+
+
+def int_between(low: int, high: int):
+    """An argparse type: an integer in low..high (argparse names the flag: "argument --n: must be in 1..100000,
+    got 0"), so an absurd count is refused before any work instead of hanging or overflowing later."""
+
+    def parse(value: str) -> int:
+        n = _int_at_least(value, low)
+        if n > high:
+            raise argparse.ArgumentTypeError(f"must be in {low}..{high}, got {n}")
+        return n
+
+    parse.__name__ = f"int_between_{low}_{high}"
+    return parse
+
+
+seed_int = int_between(0, MAX_SEED)
+"""--seed: a seed numpy accepts"""
+count_int = int_between(1, MAX_COUNT)
+"""a number of scenes, seeds or episodes: 1 .. MAX_COUNT"""
+
+
+def nonnegative_float(value: str) -> float:
+    """A finite float >= 0 (nan and inf are refused: they pass a `< 0` check and fail deep inside the work)."""
+    x = _finite_float(value)
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {value}")
+    return x
+
+
+def probability(value: str) -> float:
+    """A finite float in [0, 1]."""
+    x = _finite_float(value)
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1], got {value}")
+    return x
+
+
+def _finite_float(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {value}")
+    return x
+
+
 def _int_at_least(value: str, low: int) -> int:
     try:
         n = int(value)
@@ -92,6 +153,21 @@ def _int_at_least(value: str, low: int) -> int:
     if n < low:
         raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
     return n
+
+
+def check_output_file(flag: str, path: Path) -> None:
+    """ValueError unless a file can be written at `path`: not a folder, and its nearest existing parent is a folder
+    this process may write in. Checked before the work whose result is written there, so a mistyped path does not
+    waste a training run (or leave a stray PATH.tmp behind)."""
+    if path.is_dir():
+        raise ValueError(f"{flag} {path} is a folder; give a file path, e.g. {path / 'policy.pt'}")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{flag} {path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {path}: the folder {parent} is not writable")
 
 
 def program_paths(values: list[str]) -> list[Path]:

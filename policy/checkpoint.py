@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import random
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,6 +190,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device | None = None,
     `read_payload` accepts.
 
     restore_rng puts torch's global RNG and the replay generator back where they were at save time.
+    A file that passes `read_payload` but whose parts do not fit together (weights of another shape, a broken
+    optimizer, LoRA or RNG entry) raises one ValueError naming the file and the part, as a bad format does.
     """
     path = Path(path)
     payload = read_payload(path)
@@ -197,28 +200,83 @@ def load_checkpoint(path: str | Path, device: str | torch.device | None = None,
     device = torch.device(device) if device is not None else resolve_device(train_config.device)
     policy: nn.Module = ChunkPolicy(policy_config)
     if payload["lora"] is not None:
-        from .lora import add_lora
-
-        lora = payload["lora"]
-        policy = add_lora(policy, lora["r"], lora["alpha"], lora["dropout"], lora["train_head"], tuple(lora["targets"]))
-    policy.load_state_dict(payload["policy"])
+        with _part(path, "the lora settings cannot be applied"):
+            policy = _wrap_lora(policy, payload["lora"])
+    with _part(path, "the policy weights do not fit its policy_config"):
+        _load_tensors(policy, payload["policy"])
     policy.to(device)
+    with _part(path, "the step is not an integer"):
+        step = int(payload["step"])
+    with _part(path, "the extra metadata is not a dict"):
+        extra = dict(payload["extra"])
     state = TrainState(policy_config, train_config, policy,
-                       make_optimizer(policy, train_config.lr, train_config.weight_decay),
-                       step=int(payload["step"]), extra=dict(payload["extra"]))
-    state.policy_optimizer.load_state_dict(payload["policy_optimizer"])
+                       make_optimizer(policy, train_config.lr, train_config.weight_decay), step=step, extra=extra)
+    with _part(path, "the policy_optimizer does not fit the policy"):
+        state.policy_optimizer.load_state_dict(payload["policy_optimizer"])
     if payload["critic"] is not None:
         state.attach_critic()
-        state.critic.load_state_dict(payload["critic"])
-        state.critic_target.load_state_dict(payload["critic_target"])
-        state.critic_optimizer.load_state_dict(payload["critic_optimizer"])
+        for name, module in (("critic", state.critic), ("critic_target", state.critic_target)):
+            with _part(path, f"the {name} weights do not fit its policy_config"):
+                _load_tensors(module, payload.get(name))
+        with _part(path, "the critic_optimizer does not fit the critic"):
+            state.critic_optimizer.load_state_dict(payload.get("critic_optimizer"))
     state.rng = np.random.default_rng()
     if restore_rng:
-        state.rng.bit_generator.state = payload["rng"]["numpy_generator"]
-        torch.set_rng_state(payload["rng"]["torch"])
-        if "cuda" in payload["rng"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(payload["rng"]["cuda"])
+        with _part(path, "the rng state cannot be restored"):
+            _restore_rng(state.rng, payload["rng"])
     return state
+
+
+@contextmanager
+def _part(path: Path, what: str):
+    """Turn what torch, peft or numpy raise on one malformed part of a checkpoint into one ValueError naming the
+    file and the part: a user who passes a damaged file gets a line, not a traceback from deep inside torch."""
+    try:
+        yield
+    except torch.OutOfMemoryError:  # not the file's fault
+        raise
+    except (RuntimeError, TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        if isinstance(exc, KeyError):
+            detail = f"no {exc.args[0]!r} entry" if exc.args else "an entry is missing"
+        else:
+            detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ValueError(f"checkpoint {path}: {what} ({detail})") from None
+
+
+def _wrap_lora(policy: nn.Module, lora: dict) -> nn.Module:
+    from .lora import add_lora
+
+    return add_lora(policy, lora["r"], lora["alpha"], lora["dropout"], lora["train_head"], tuple(lora["targets"]))
+
+
+def _load_tensors(module: nn.Module, saved: Any) -> None:
+    """`module.load_state_dict(saved)`, first checking names and shapes so a mismatch is said in a few words (torch
+    lists every missing tensor, one per line)."""
+    if not isinstance(saved, dict):
+        raise ValueError(f"holds a {type(saved).__name__}, not a dict of tensors")
+    expected = module.state_dict()
+    missing = [k for k in expected if k not in saved]
+    unexpected = [k for k in saved if k not in expected]
+    if missing or unexpected:
+        raise ValueError(f"{len(missing)} tensors missing ({_few(missing)}), {len(unexpected)} unexpected "
+                         f"({_few(unexpected)})")
+    for name, tensor in saved.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise ValueError(f"{name} is a {type(tensor).__name__}, not a tensor")
+        if tensor.shape != expected[name].shape:
+            raise ValueError(f"{name} has shape {tuple(tensor.shape)}, the config gives {tuple(expected[name].shape)}")
+    module.load_state_dict(saved)
+
+
+def _few(names: list[str], shown: int = 3) -> str:
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "") if names else "none"
+
+
+def _restore_rng(rng: np.random.Generator, saved: dict) -> None:
+    rng.bit_generator.state = saved["numpy_generator"]
+    torch.set_rng_state(saved["torch"])
+    if "cuda" in saved and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(saved["cuda"])
 
 
 def load_policy(path: str | Path, device: str | torch.device = "cpu", merge_lora: bool = True) -> nn.Module:

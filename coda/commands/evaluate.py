@@ -9,9 +9,13 @@ from pathlib import Path
 
 from coda.cli import emit
 from coda.options import (
+    MAX_COUNT,
+    MAX_SUITE_SCENES,
     add_executor_arguments,
+    count_int,
     executor_from_args,
     family_choices,
+    int_between,
     positive_int,
     program_paths,
     suite_choices,
@@ -25,7 +29,8 @@ def register(sub, name: str) -> None:
     p.add_argument("--suite", default="in", choices=suite_choices(),
                    help="in-distribution, an OOD suite, 'seed' (unseen scenes of the base's narrow seed distribution) "
                         "or all (in and the OOD suites)")
-    p.add_argument("--n", type=positive_int, default=30, help="scenes per suite")
+    p.add_argument("--n", type=int_between(1, MAX_SUITE_SCENES), default=30,
+                   help=f"scenes per suite (1..{MAX_SUITE_SCENES})")
     p.add_argument("--programs", nargs="+", metavar="PATH",
                    help="scene programs (.py files or folders of them) instead of a family's suites; each is "
                         "verified in the sandbox per seed, and one that fails is reported and skipped")
@@ -33,9 +38,9 @@ def register(sub, name: str) -> None:
                    help="with --programs: also require the scripted planner to solve each scene (slower); a scene "
                         "it cannot solve (e.g. a goal out of reach) is skipped with the reason instead of counting "
                         "as a failure of the policy")
-    p.add_argument("--seeds", type=positive_int, default=1,
+    p.add_argument("--seeds", type=count_int, default=1,
                    help="with --programs: episodes per program, with `seed` = 0 .. K-1 (the program's and the env's); "
-                        "with --external: seed groups of --n episodes each per task")
+                        f"with --external: seed groups of --n episodes each per task (1..{MAX_COUNT})")
     p.add_argument("--first-group", type=int, default=0,
                    help="with --external: the first seed group (episode e of group k resets the benchmark with seed "
                         "k * 100000 + e; a loop's final evaluation uses group 0 on, its probes 10 on)")
@@ -82,9 +87,7 @@ def run(args) -> int:
     if args.planner and not args.programs:
         raise ValueError("--planner applies to --programs only (the suites' scenes are solvable by construction)")
     files = program_paths(args.programs) if args.programs else []
-    policy = Path(args.policy)
-    if not policy.is_file():
-        raise ValueError(f"--policy {policy}: the checkpoint does not exist")
+    policy = checkpoint_file(args.policy)
     from policy.checkpoint import load_checkpoint
 
     state = load_checkpoint(policy)
@@ -101,6 +104,18 @@ def run(args) -> int:
                             device=state.device, executor=executor, robot=policy_robot(state)) for s in suites]
     emit(results[0] if len(results) == 1 else {"suites": results}, args.json)
     return 0
+
+
+def checkpoint_file(value: str) -> Path:
+    """--policy as a path, refused in one line when there is no checkpoint file there (a folder is said to be one:
+    "does not exist" would send the user looking for the wrong mistake)."""
+    policy = Path(value)
+    if policy.is_dir():
+        raise ValueError(f"--policy {policy} is a folder; give a checkpoint file (.pt), e.g. one written by "
+                         "coda train sft --out")
+    if not policy.is_file():
+        raise ValueError(f"--policy {policy}: the checkpoint does not exist")
+    return policy
 
 
 def run_external(args) -> int:
@@ -129,9 +144,7 @@ def run_external(args) -> int:
         raise ValueError(f"--rot-gain must be in (0, {MAX_GAIN:g}], got {args.rot_gain:g}")
     for benchmark in dict.fromkeys(b for b, _ in targets):
         external_python(benchmark)  # one line naming scripts/setup --external when the venv is missing
-    policy = Path(args.policy)
-    if not policy.is_file():
-        raise ValueError(f"--policy {policy}: the checkpoint does not exist")
+    policy = checkpoint_file(args.policy)
     from policy.checkpoint import load_checkpoint
     from policy.external.evaluate import evaluate_external
 

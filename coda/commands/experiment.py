@@ -28,6 +28,9 @@ def seed_list(text: str) -> list[int]:
             n = int(text)
             if n < 1:
                 raise ValueError
+            if n > len(RUN_SEEDS):  # before the list is built: a huge N would overflow or fill the memory
+                raise argparse.ArgumentTypeError(f"seeds must be in 0..{RUN_SEEDS[-1]}, so N is at most "
+                                                 f"{len(RUN_SEEDS)}; got {n}")
             seeds = list(range(n))
         else:
             seeds = [int(x) for x in text.split(",") if x.strip()]
@@ -42,13 +45,16 @@ def seed_list(text: str) -> list[int]:
 
 
 def register(sub, name: str) -> None:
+    from agent.presets import RUN_SEEDS
+
     p = sub.add_parser(name, help="run methods x seeds (resumable cell by cell) and write the results tables")
     p.add_argument("--methods", default=None,
                    help="comma-separated methods (see `coda experiment --list`; default: the main table's, "
                         "agent.methods.MAIN)")
     p.add_argument("--seeds", type=seed_list, default=seed_list("3"),
-                   help="N (seeds 0..N-1) or a comma-separated list, e.g. 1,2: processes that run different seeds "
-                        "can share one --out (finished cells are shared; base policies are per seed)")
+                   help=f"N (seeds 0..N-1, N <= {len(RUN_SEEDS)}) or a comma-separated list of seeds in "
+                        f"0..{RUN_SEEDS[-1]}, e.g. 1,2: processes that run different seeds can share one --out "
+                        "(finished cells are shared; base policies are per seed)")
     p.add_argument("--preset", default="quick", help="tiny | quick | protocol | paper (with the experiment budget overrides)")
     p.add_argument("--families", default=None, help="comma-separated subset of families")
     p.add_argument("--rounds", type=int, default=None, help="override the number of rounds")

@@ -7,7 +7,17 @@ import time
 from pathlib import Path
 
 from coda.cli import emit
-from coda.options import add_executor_arguments, executor_from_args, family_choices, image_size, positive_int
+from coda.options import (
+    MAX_COUNT,
+    MAX_SEED,
+    add_executor_arguments,
+    check_output_file,
+    count_int,
+    executor_from_args,
+    family_choices,
+    image_size,
+    seed_int,
+)
 from sim.constants import ROBOTS
 
 
@@ -25,8 +35,8 @@ def register(sub, name: str) -> None:
 
     p = cmds.add_parser("demo", help="sample seed scenes, verify them, and run the scripted planner")
     p.add_argument("--family", default="pick_place", choices=family_choices(allow_all=True))
-    p.add_argument("--n", type=positive_int, default=10, help="number of seed scenes")
-    p.add_argument("--seed", type=int, default=0, help="first scene seed")
+    p.add_argument("--n", type=count_int, default=10, help=f"number of seed scenes (1..{MAX_COUNT})")
+    p.add_argument("--seed", type=seed_int, default=0, help=f"first scene seed (0..{MAX_SEED})")
     p.add_argument("--robot", default="gripper", choices=ROBOTS,
                    help="embodiment: the floating gripper or the Franka Panda (robosuite's model: scripts/setup --external)")
     p.add_argument("--json", action="store_true")
@@ -34,16 +44,17 @@ def register(sub, name: str) -> None:
     p.set_defaults(func=cmd_demo)
 
     p = cmds.add_parser("render", help="render a scene program (or a family's seed scene) to PNG")
-    p.add_argument("program", nargs="?", help="scene program .py (omit with --family)")
-    p.add_argument("--family", choices=family_choices(), help="render this family's seed scene instead of a program")
-    p.add_argument("--seed", type=int, default=0)
+    scene = p.add_mutually_exclusive_group(required=True)  # argparse refuses neither and both, naming the flags
+    scene.add_argument("program", nargs="?", help="scene program .py (or --family)")
+    scene.add_argument("--family", choices=family_choices(), help="render this family's seed scene instead of a program")
+    p.add_argument("--seed", type=seed_int, default=0, help=f"scene seed (0..{MAX_SEED})")
     p.add_argument("--size", type=image_size, default=224, help="pixels per camera side (32..480)")
     p.add_argument("--out", default="scene.png")
     p.set_defaults(func=cmd_render)
 
     p = cmds.add_parser("program", help="print the scene program of a family's seed scene")
     p.add_argument("--family", default="pick_place", choices=family_choices())
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0, help=f"scene seed (0..{MAX_SEED})")
     p.set_defaults(func=cmd_program)
 
 
@@ -119,14 +130,13 @@ def cmd_demo(args) -> int:
 
 
 def load_spec(program: str | None, family: str | None, seed: int):
-    """A spec from a scene program (run in the sandbox) or a family's seed scene."""
+    """A spec from a scene program (run in the sandbox) or a family's seed scene (exactly one of them: the parser
+    refuses neither and both)."""
     from sim.families import sample_spec
     from sim.spec import SceneSpec
 
     if family:
         return sample_spec(family, seed)
-    if not program:
-        raise SystemExit("give a scene program path or --family")
     from sim.sandbox import run_untrusted
 
     source = Path(program).read_bytes()
@@ -141,6 +151,7 @@ def load_spec(program: str | None, family: str | None, seed: int):
 def cmd_render(args) -> int:
     from sim.render import render_spec_png
 
+    check_output_file("--out", Path(args.out))  # before the sandbox run and the rendering
     spec = load_spec(args.program, args.family, args.seed)
     png = render_spec_png(spec, size=args.size)
     Path(args.out).write_bytes(png)

@@ -9,14 +9,29 @@ from pathlib import Path
 
 from coda.cli import emit
 from coda.options import (
+    MAX_COUNT,
+    MAX_SEED,
+    MAX_SUITE_SCENES,
     add_executor_arguments,
+    check_output_file,
+    count_int,
     executor_from_args,
     family_choices,
+    int_between,
+    nonnegative_float,
     nonnegative_int,
     positive_int,
+    probability,
+    seed_int,
 )
 
 log = logging.getLogger(__name__)
+
+AWR_FIRST_SEED = 100_000
+"""`train awr`: round r rolls out the training scenes of seeds AWR_FIRST_SEED + r * --scenes on"""
+AWR_SCENE_SEEDS = 900_000
+"""--rounds x --scenes at most this: the rounds' seeds stay below sim.suites.EVAL_SEED_BASE (1,000,000), where
+the evaluation suites begin (policy.evaluate.train_specs refuses more, but only when that round comes)"""
 
 
 def register(sub, name: str) -> None:
@@ -25,21 +40,24 @@ def register(sub, name: str) -> None:
 
     p = cmds.add_parser("sft", help="behaviour cloning on planner demonstrations → base checkpoint")
     p.add_argument("--family", required=True, choices=family_choices())
-    p.add_argument("--demos", type=positive_int, default=200, help="training scenes whose planner demos are used")
+    p.add_argument("--demos", type=count_int, default=200,
+                   help=f"training scenes whose planner demos are used (1..{MAX_COUNT})")
     p.add_argument("--updates", type=positive_int, default=1500)
-    p.add_argument("--perturbed", type=nonnegative_int, default=0,
+    p.add_argument("--perturbed", type=int_between(0, MAX_COUNT), default=0,
                    help="more training scenes (after --demos) whose planner demos run with perturbation bursts "
-                        "(DART-style, policy.demos); only windows without a perturbed step are cloned")
-    p.add_argument("--perturb-sigma", type=float, default=0.015, help="perturbation std per axis, metres")
-    p.add_argument("--perturb-prob", type=float, default=0.05, help="chance per step that a 1-2 step burst starts")
+                        f"(DART-style, policy.demos); only windows without a perturbed step are cloned (0..{MAX_COUNT})")
+    p.add_argument("--perturb-sigma", type=nonnegative_float, default=0.015,
+                   help="perturbation std per axis, metres (>= 0)")
+    p.add_argument("--perturb-prob", type=probability, default=0.05,
+                   help="chance per step that a 1-2 step burst starts (0..1)")
     p.add_argument("--backbone", default="transformer", choices=("transformer", "deepsets"))
     p.add_argument("--d-model", type=positive_int, default=128, help="network width (prep needs 192, see docs/BENCHMARKS.md)")
     p.add_argument("--layers", type=positive_int, default=2, help="backbone blocks")
     p.add_argument("--batch-size", type=positive_int, default=256)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval", type=nonnegative_int, default=30,
-                   help="in-distribution scenes evaluated after training (0 = skip)")
-    p.add_argument("--out", required=True, help="checkpoint path (.pt)")
+    p.add_argument("--seed", type=seed_int, default=0, help=f"training seed (0..{MAX_SEED})")
+    p.add_argument("--eval", type=int_between(0, MAX_SUITE_SCENES), default=30,
+                   help=f"in-distribution scenes evaluated after training (0 = skip; at most {MAX_SUITE_SCENES})")
+    p.add_argument("--out", required=True, help="checkpoint path (.pt; checked before training)")
     p.add_argument("--json", action="store_true")
     add_executor_arguments(p)
     p.set_defaults(func=cmd_sft)
@@ -51,14 +69,16 @@ def register(sub, name: str) -> None:
     p.add_argument("--collect", choices=("branch", "sample"), default="branch",
                    help="branch: Monte-Carlo advantages of sampled chunks over the mean chunk from the same states "
                         "(policy.branch); sample: stochastic rollouts + chunk critic (advantage from TrainConfig)")
-    p.add_argument("--scenes", type=positive_int, default=80, help="training scenes rolled out per round")
+    p.add_argument("--scenes", type=count_int, default=80,
+                   help=f"training scenes rolled out per round (1..{MAX_COUNT}; --rounds x --scenes at most "
+                        f"{AWR_SCENE_SEEDS})")
     p.add_argument("--levels", type=positive_int, default=2, help="branch: chunk boundaries branched per scene")
     p.add_argument("--candidates", type=positive_int, default=8, help="branch: sampled chunks tried per branch state")
     p.add_argument("--potential", choices=("none", "task", "zero"), default="none",
                    help="branch: Text2potential shaping of every scene — task: the offline compiler's potential "
                         "from the task description (checked on the scene's planner demo, run in the sandbox); "
                         "zero: Φ = 0 (branches cut at the same horizon, sparse: the control)")
-    p.add_argument("--horizon", type=int, default=None,
+    p.add_argument("--horizon", type=nonnegative_int, default=None,
                    help="branch with a potential: chunks followed after the branched one before the cut "
                         "(default TrainConfig.branch_horizon)")
     p.add_argument("--shaping", choices=("cut", "fallback"), default=None,
@@ -69,11 +89,13 @@ def register(sub, name: str) -> None:
     p.add_argument("--rollouts", type=positive_int, default=2, help="sample: rollouts per scene per round")
     p.add_argument("--critic-updates", type=nonnegative_int, default=300, help="sample: critic updates per round")
     p.add_argument("--policy-updates", type=nonnegative_int, default=None, help="per round (default 50 branch, 300 sample)")
-    p.add_argument("--demos", type=nonnegative_int, default=0, help="planner demos mixed into every update as BC (0 = none)")
+    p.add_argument("--demos", type=int_between(0, MAX_COUNT), default=0,
+                   help=f"planner demos mixed into every update as BC (0 = none; at most {MAX_COUNT})")
     p.add_argument("--lora", action="store_true", help="fine-tune LoRA adapters instead of all weights")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval", type=nonnegative_int, default=30)
-    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=seed_int, default=0, help=f"rollout seed of the first round (0..{MAX_SEED})")
+    p.add_argument("--eval", type=int_between(0, MAX_SUITE_SCENES), default=30,
+                   help=f"in-distribution scenes evaluated before and after (0 = skip; at most {MAX_SUITE_SCENES})")
+    p.add_argument("--out", required=True, help="checkpoint path (.pt; checked before training)")
     p.add_argument("--json", action="store_true")
     add_executor_arguments(p)
     p.set_defaults(func=cmd_awr)
@@ -117,6 +139,9 @@ def cmd_sft(args) -> int:
     from policy.rollout import planner_demos
 
     t0 = time.perf_counter()
+    check_output_file("--out", Path(args.out))
+    pcfg = PolicyConfig(backbone=args.backbone, d_model=args.d_model, n_layers=args.layers)
+    tcfg = TrainConfig(batch_size=args.batch_size, seed=args.seed)
     executor = executor_from_args(args)
     c0 = time.process_time()
     demos = planner_demos(train_specs(args.family, args.demos), executor=executor)
@@ -126,8 +151,6 @@ def cmd_sft(args) -> int:
 
         demos += perturbed_planner_demos(train_specs(args.family, args.perturbed, start=args.demos),
                                          args.perturb_sigma, args.perturb_prob, seed=args.seed * 1_000_003)
-    pcfg = PolicyConfig(backbone=args.backbone, d_model=args.d_model, n_layers=args.layers)
-    tcfg = TrainConfig(batch_size=args.batch_size, seed=args.seed)
     from policy.train import train_sft
 
     state, tlog = train_sft(demos, pcfg, tcfg, args.updates, progress=_progress)
@@ -144,12 +167,26 @@ def cmd_sft(args) -> int:
     return 0
 
 
+def check_awr_args(args) -> None:
+    """ValueError for options `train awr` would reject or ignore only after rounds of work: an --out that cannot
+    be written, more rounds x scenes than there are training seeds, --horizon / --shaping without a potential."""
+    check_output_file("--out", Path(args.out))
+    if args.rounds * args.scenes > AWR_SCENE_SEEDS:
+        raise ValueError(f"--rounds x --scenes must be at most {AWR_SCENE_SEEDS} (the training seeds below the "
+                         f"evaluation suites'), got {args.rounds} x {args.scenes}")
+    shaping = [flag for flag, value in (("--horizon", args.horizon), ("--shaping", args.shaping)) if value is not None]
+    if shaping and (args.collect != "branch" or args.potential == "none"):
+        raise ValueError(f"{' and '.join(shaping)} shape{'s' if len(shaping) == 1 else ''} branches with a "
+                         "potential: give --potential task or --potential zero (with --collect branch)")
+
+
 def cmd_awr(args) -> int:
     from policy.checkpoint import load_checkpoint, save_checkpoint
     from policy.evaluate import evaluate, train_specs
     from policy.improve import awr_round, branch_round
 
     t0 = time.perf_counter()
+    check_awr_args(args)
     executor = executor_from_args(args)
     state = load_checkpoint(Path(args.policy))
     demos = None
@@ -166,7 +203,7 @@ def cmd_awr(args) -> int:
               if args.eval else None)
     rounds, c0 = [], time.process_time()
     for r in range(args.rounds):
-        specs = train_specs(args.family, args.scenes, start=100_000 + r * args.scenes)
+        specs = train_specs(args.family, args.scenes, start=AWR_FIRST_SEED + r * args.scenes)
         if args.collect == "branch":
             updates = 50 if args.policy_updates is None else args.policy_updates
             info = branch_round(state, specs, levels=args.levels, candidates=args.candidates, policy_updates=updates,

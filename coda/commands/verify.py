@@ -5,15 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from coda.cli import emit
-from coda.options import nonnegative_int, positive_int
+from coda.options import MAX_COUNT, MAX_SEED, count_int, seed_int
 
 
 def register(sub, name: str) -> None:
     p = sub.add_parser(name, help="verify a scene program (exit code 1 when a check fails)")
     p.add_argument("program", help="path to a scene program (.py)")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="value of `seed` inside the program (the first, with --seeds)")
-    p.add_argument("--seeds", type=positive_int, default=1,
-                   help="verify K seeds, --seed .. --seed+K-1 (programs that draw from scene.rng need several)")
+    p.add_argument("--seed", type=seed_int, default=0,
+                   help=f"value of `seed` inside the program (the first, with --seeds; 0..{MAX_SEED})")
+    p.add_argument("--seeds", type=count_int, default=1,
+                   help=f"verify K seeds, --seed .. --seed+K-1 (programs that draw from scene.rng need several; "
+                        f"1..{MAX_COUNT})")
     p.add_argument("--planner", action="store_true", help="also require the scripted planner to solve it")
     p.add_argument("--train-side", action="store_true",
                    help="also refuse what the OOD suites hold out (categories, instances, seed layouts, task "
