@@ -16,10 +16,12 @@ from coda.options import (
     executor_from_args,
     family_choices,
     int_between,
-    positive_int,
     program_paths,
     suite_choices,
 )
+
+MAX_EPISODE_STEPS = 5_000
+"""--max-steps at most this (500 s at 10 Hz; the external tasks' defaults are 100-500 steps)"""
 
 
 def register(sub, name: str) -> None:
@@ -49,8 +51,9 @@ def register(sub, name: str) -> None:
                         "robosuite:Lift,Stack,PickPlaceCan,Door or metaworld:pick-place-v3,push-v3,drawer-open-v3,"
                         "door-open-v3 (docs/EXTERNAL.md; needs scripts/setup --external)")
     p.add_argument("--gif", metavar="DIR", help="with --external: write the first episode of each task as DIR/BENCH_TASK.gif")
-    p.add_argument("--max-steps", type=positive_int, default=None,
-                   help="with --external: episode length in 10 Hz steps (default per task, docs/EXTERNAL.md)")
+    p.add_argument("--max-steps", type=int_between(1, MAX_EPISODE_STEPS), default=None,
+                   help=f"with --external: episode length in 10 Hz steps (1..{MAX_EPISODE_STEPS}; default per task, "
+                        "docs/EXTERNAL.md)")
     p.add_argument("--external-frame", default="base", choices=("base", "home"),
                    help="with --external metaworld: base (the Sawyer's base over this project's origin) | home (also "
                         "shifted so the hand starts over this project's gripper home; docs/EXTERNAL.md)")

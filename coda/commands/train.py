@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 import time
@@ -34,6 +35,23 @@ AWR_SCENE_SEEDS = 900_000
 the evaluation suites begin (policy.evaluate.train_specs refuses more, but only when that round comes)"""
 
 
+MAX_UPDATES = 1_000_000
+"""--updates at most this (≈ a day of BC updates on one CPU thread): a mistyped count is refused, not run"""
+MAX_D_MODEL = 2048
+MAX_LAYERS = 32
+"""--d-model / --layers at most these: a mistyped width allocates more memory than the machine has"""
+HEADS = 4
+"""attention heads of the policy (PolicyConfig.n_heads): --d-model must be a multiple"""
+
+
+def d_model_int(value: str) -> int:
+    """--d-model: a multiple of HEADS in 8..MAX_D_MODEL (argparse names the flag)."""
+    n = int_between(8, MAX_D_MODEL)(value)
+    if n % HEADS:
+        raise argparse.ArgumentTypeError(f"must be a multiple of the {HEADS} attention heads, got {n}")
+    return n
+
+
 def register(sub, name: str) -> None:
     parser = sub.add_parser(name, help="train the action-chunk policy (sft on planner demos, awr on own rollouts)")
     cmds = parser.add_subparsers(dest="train_command", required=True)
@@ -42,7 +60,7 @@ def register(sub, name: str) -> None:
     p.add_argument("--family", required=True, choices=family_choices())
     p.add_argument("--demos", type=count_int, default=200,
                    help=f"training scenes whose planner demos are used (1..{MAX_COUNT})")
-    p.add_argument("--updates", type=positive_int, default=1500)
+    p.add_argument("--updates", type=int_between(1, MAX_UPDATES), default=1500, help=f"BC updates (1..{MAX_UPDATES})")
     p.add_argument("--perturbed", type=int_between(0, MAX_COUNT), default=0,
                    help="more training scenes (after --demos) whose planner demos run with perturbation bursts "
                         f"(DART-style, policy.demos); only windows without a perturbed step are cloned (0..{MAX_COUNT})")
@@ -51,8 +69,10 @@ def register(sub, name: str) -> None:
     p.add_argument("--perturb-prob", type=probability, default=0.05,
                    help="chance per step that a 1-2 step burst starts (0..1)")
     p.add_argument("--backbone", default="transformer", choices=("transformer", "deepsets"))
-    p.add_argument("--d-model", type=positive_int, default=128, help="network width (prep needs 192, see docs/BENCHMARKS.md)")
-    p.add_argument("--layers", type=positive_int, default=2, help="backbone blocks")
+    p.add_argument("--d-model", type=d_model_int, default=128,
+                   help=f"network width, a multiple of the 4 heads (8..{MAX_D_MODEL}; prep needs 192, see "
+                        "docs/BENCHMARKS.md)")
+    p.add_argument("--layers", type=int_between(1, MAX_LAYERS), default=2, help=f"backbone blocks (1..{MAX_LAYERS})")
     p.add_argument("--batch-size", type=positive_int, default=256)
     p.add_argument("--seed", type=seed_int, default=0, help=f"training seed (0..{MAX_SEED})")
     p.add_argument("--eval", type=int_between(0, MAX_SUITE_SCENES), default=30,
