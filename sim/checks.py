@@ -24,7 +24,7 @@ from sim.predicates import ATOMS, Predicate
 from sim.satisfy import contradiction
 from sim.scene_store import SceneStore
 from sim.spec import SceneSpec, check_predicate_size
-from sim.verify import CheckResult, VerifyReport
+from sim.verify import CheckResult, VerifyReport, scene_facts
 
 
 class VerifyResult(BaseModel):
@@ -189,11 +189,12 @@ def check_predicate(text: str, spec: SceneSpec) -> PredicateCheck:
         out.message = f"does not evaluate: {type(exc).__name__}: {exc}"
         return out
     out.evaluable, out.value_at_start, out.false_at_start = True, value, not value
-    why = contradiction(pred)
+    never, same = scene_facts(spec, pred)
+    why = contradiction(pred, never=never, same=same)
     out.satisfiable = why is None
     out.ok = out.false_at_start and out.satisfiable
     out.message = ("ok" if out.ok else "the predicate is already true at the start; the task would need no action"
-                   if value else f"the predicate can never hold: {why} cannot all be true at once")
+                   if value else f"the predicate can never hold ({why})")
     return out
 
 

@@ -9,7 +9,13 @@ against a threshold constrain each other, exactly as `Atom.evaluate` measures th
   ~lifted(x, 0.1)` or `~upright(x, tol_deg=180)` can never hold;
 - `open_fraction(x, min, max)`: the opening f ∈ [0, 1] lies in [min, max] — `open_fraction(x, 0.8, 1) &
   open_fraction(x, 0, 0.2)` and `~open_fraction(x, 0, 0.5) & ~open_fraction(x, 0.4, 1)` never hold;
-- `stacked(a, b)` implies `on(a, b)` and `upright(a, 20)` (it is `on` with no overhang, upright).
+- `stacked(a, b)` implies `on(a, b)` and `upright(a, 20)` (it is `on` with no overhang, upright);
+- `on(x, table)` (its bottom below 1 cm) excludes `lifted(x, h)` for h ≥ 1.5 cm (lifted from where it started,
+  which is on or above the table).
+
+What depends on the scene's objects is given by the caller (`sim.verify`): atoms that can never hold there
+(`inside(x, y)` when y has no cavity) and pairs of atoms that are the same there (`on(x, drawer)` is
+`inside(x, drawer)` for an articulated support).
 
 The search is DPLL on the predicate's tree: literals the top-level conjuncts leave no choice about are forced, the
 other atoms tried both ways (most frequent first), and those constraints checked on every partial assignment. A
@@ -22,7 +28,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from sim.predicates import ATOM_SIGNATURES, And, Atom, Predicate, atoms
+from sim.predicates import ATOM_SIGNATURES, And, Atom, Predicate
 
 BUDGET = 5_000
 """search steps (partial assignments tried, ≈ 0.1 ms each) before the answer is unknown"""
@@ -66,8 +72,19 @@ def _covered(lo: float, hi: float, intervals: list[tuple[float, float]]) -> bool
     return False
 
 
-def _quantities_ok(given: dict[Key, bool]) -> bool:
+LIFT_OFF_TABLE = 0.015
+"""lifted(x, h) with h at least this cannot hold with on(x, table) (bottom < 0.01 m, started at or above 0)"""
+
+
+def _quantities_ok(given: dict[Key, bool], same: tuple[tuple[Key, Key], ...] = ()) -> bool:
     """Whether the assigned atoms could all be true / false in one state (the constraints in the module doc)."""
+    for a, b in same:
+        if a in given and b in given and given[a] is not given[b]:
+            return False
+    on_table = {args[0] for (op, args, _), v in given.items() if op == "on" and args[1] == "table" and v}
+    if any(op == "lifted" and v and args[0] in on_table and dict(params)["height"] >= LIFT_OFF_TABLE
+           for (op, args, params), v in given.items()):
+        return False
     facts = dict(given)
     for (op, args, _), value in given.items():
         if op == "stacked" and value:  # stacked(a, b) => on(a, b) & upright(a, 20)
@@ -103,7 +120,38 @@ def _nnf(node: Predicate, index: dict[Key, int], negate: bool = False) -> tuple:
     return ("lit", index.setdefault(atom_key(node), len(index)), not negate)
 
 
+def _simplify(node: tuple) -> tuple:
+    """Constant-fold the NNF tree: a disjunction holding a literal and its negation is ("const", True), a
+    conjunction holding both ("const", False), and constants are absorbed. Tautologies must not steer the search
+    (padding a contradiction with `x | ~x` terms would otherwise spend the budget on their atoms)."""
+    if node[0] in ("lit", "const"):
+        return node
+    is_or = node[0] == "or"
+    parts, lits = [], set()
+    for part in map(_simplify, node[1]):
+        if part[0] == "const":
+            if part[1] is is_or:
+                return ("const", is_or)
+            continue
+        if part[0] == "lit":
+            if (part[1], not part[2]) in lits:
+                return ("const", is_or)
+            lits.add((part[1], part[2]))
+        parts.append(part)
+    if not parts:
+        return ("const", not is_or)
+    return parts[0] if len(parts) == 1 else (node[0], tuple(parts))
+
+
+def _literals(node: tuple) -> list[int]:
+    if node[0] == "lit":
+        return [node[1]]
+    return [] if node[0] == "const" else [i for part in node[1] for i in _literals(part)]
+
+
 def _eval(node: tuple, given: list) -> bool | None:
+    if node[0] == "const":
+        return node[1]
     if node[0] == "lit":
         v = given[node[1]]
         return None if v is None else v is node[2]
@@ -120,12 +168,14 @@ def _eval(node: tuple, given: list) -> bool | None:
 class _Search:
     """Backtracking over atom truth values with unit propagation on the top-level conjuncts (DPLL on a tree)."""
 
-    def __init__(self, pred: Predicate, budget: int):
+    def __init__(self, pred: Predicate, budget: int, never: frozenset[Key] = frozenset(),
+                 same: tuple[tuple[Key, Key], ...] = ()):
+        self.never, self.same = never, same
         self.index: dict[Key, int] = {}
-        root = _nnf(pred, self.index)
+        root = _simplify(_nnf(pred, self.index))
         self.conjuncts = root[1] if root[0] == "and" else (root,)
         self.keys = list(self.index)
-        counts = Counter(self.index[atom_key(a)] for a in atoms(pred))
+        counts = Counter(_literals(root))  # the atoms that still matter, most frequent first
         self.order = [i for i, _ in counts.most_common()]
         self.budget = budget
 
@@ -154,13 +204,14 @@ class _Search:
         self.budget -= 1
         if self.budget < 0:
             return None
-        given = [None] * len(self.keys) if given is None else list(given)
+        given = [False if k in self.never else None for k in self.keys] if given is None else list(given)
         value = self._propagate(given)
-        if value is False or not _quantities_ok({self.keys[i]: v for i, v in enumerate(given) if v is not None}):
+        if value is False or not _quantities_ok({self.keys[i]: v for i, v in enumerate(given) if v is not None},
+                                                self.same):
             return False
         if value is True:
             return True
-        var = next(i for i in self.order if given[i] is None)
+        var = next(i for i in self.order if given[i] is None)  # an open value has an unset atom
         unknown = False
         for choice in (True, False):
             given[var] = choice
@@ -189,17 +240,20 @@ def _unit(clause: tuple, given: list) -> tuple | None:
     return left
 
 
-def satisfiable(pred: Predicate, budget: int = BUDGET) -> bool | None:
+def satisfiable(pred: Predicate, budget: int = BUDGET, never: frozenset[Key] = frozenset(),
+                same: tuple[tuple[Key, Key], ...] = ()) -> bool | None:
     """True when some state of a scene could make `pred` hold, False when none can, None when the search ran
-    out of `budget` steps."""
-    return _Search(pred, budget).run()
+    out of `budget` steps. `never`: atom keys that cannot hold in the scene; `same`: pairs of atom keys that are
+    the same atom there."""
+    return _Search(pred, budget, never, same).run()
 
 
-def contradiction(pred: Predicate, budget: int = BUDGET) -> str | None:
+def contradiction(pred: Predicate, budget: int = BUDGET, never: frozenset[Key] = frozenset(),
+                  same: tuple[tuple[Key, Key], ...] = ()) -> str | None:
     """Why `pred` can never hold (None when it can, or when that is not decided within `budget` search steps): a
     small set of its top-level conjuncts that already cannot hold together, in the predicate's syntax (the
-    steps left after the decision shrink the set)."""
-    search = _Search(pred, budget)
+    steps left after the decision shrink the set). `never` and `same` as in `satisfiable`."""
+    search = _Search(pred, budget, never, same)
     if search.run() is not False:
         return None
     core = list(pred.terms) if pred.op == "and" else [pred]
@@ -207,7 +261,7 @@ def contradiction(pred: Predicate, budget: int = BUDGET) -> str | None:
         if len(core) == 1 or search.budget <= 0:
             break
         rest = [t for t in core if t is not term]
-        shrink = _Search(_conj(rest), search.budget)
+        shrink = _Search(_conj(rest), search.budget, never, same)
         if shrink.run() is False:
             core = rest
         search.budget = shrink.budget

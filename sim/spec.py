@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import unicodedata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
@@ -125,6 +126,16 @@ class TaskSpec(_Frozen):
     success: Predicate
     initial_state: dict[str, dict[str, float]] = Field(default_factory=dict)
     """per-object initial joint state, e.g. {"drawer": {"open": 0.0}} (fraction of the joint range, in [0, 1])"""
+
+    @field_validator("instruction", "template")
+    @classmethod
+    def _plain_text(cls, v: str) -> str:
+        """No control or format characters: the text is printed in reports, listings and terminals, where an escape
+        sequence could rewrite what the reader sees."""
+        bad = sorted({f"U+{ord(c):04X}" for c in v if unicodedata.category(c) in ("Cc", "Cf")})
+        if bad:
+            raise ValueError(f"must be plain text without control characters, got {', '.join(bad[:5])}")
+        return v
 
     @field_validator("success", mode="before")
     @classmethod

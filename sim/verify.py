@@ -25,8 +25,8 @@ from pydantic import BaseModel, Field, ValidationError
 from sim import assets, helpers
 from sim.assets.types import ArticulatedAsset
 from sim.constants import WORKSPACE_HIGH, WORKSPACE_LOW
-from sim.predicates import Predicate
-from sim.satisfy import contradiction
+from sim.predicates import Atom, Predicate, atoms
+from sim.satisfy import atom_key, contradiction
 from sim.slots import line_width, slot_line
 from sim.spec import SceneSpec
 
@@ -387,14 +387,36 @@ def _initial_open(env, name: str) -> float:
     return float(env.spec.task.initial_state.get(name, {}).get("open", 0.0))
 
 
-def _satisfiable(pred: Predicate) -> CheckResult:
-    """The success predicate can hold in some state (`sim.satisfy`: logic and what its atoms measure)."""
-    why = contradiction(pred)
+def scene_facts(spec: SceneSpec, pred: Predicate) -> tuple[frozenset, tuple]:
+    """What the scene's objects decide about the atoms of `pred` (`sim.satisfy`): `inside(x, y)` never holds
+    when y has no cavity (`helpers.is_inside`), and on an articulated y, `on(x, y)` is `inside(x, y)`
+    (`helpers.is_on`) — so with no cavity neither it nor `stacked(x, y)` holds."""
+    kinds = {a.object: assets.get_asset(a.asset) for a in spec.attributes.objects}
+    never, same = set(), []
+    for atom in atoms(pred):
+        if atom.op not in ("inside", "on", "stacked") or atom.args[1] not in kinds:
+            continue
+        asset = kinds[atom.args[1]]
+        inside = atom_key(Atom(op="inside", args=atom.args))
+        articulated = isinstance(asset, ArticulatedAsset)
+        if asset.interior is None and (atom.op == "inside" or articulated):
+            never.add(atom_key(atom))
+        if atom.op == "on" and articulated:
+            same.append((atom_key(atom), inside))
+    return frozenset(never), tuple(same)
+
+
+def _satisfiable(spec: SceneSpec) -> CheckResult:
+    """The success predicate can hold in some state (`sim.satisfy`: logic, what its atoms measure and what the
+    scene's objects allow)."""
+    pred = spec.task.success
+    never, same = scene_facts(spec, pred)
+    why = contradiction(pred, never=never, same=same)
     if why is None:
         return CheckResult(name="predicate_satisfiable", passed=True)
     return CheckResult(name="predicate_satisfiable", passed=False, objects=sorted(pred.objects() - {"table"}),
-                       message=f"the success predicate can never hold: {why} cannot all be true at once — "
-                       "state the goal the task should reach")
+                       message=f"the success predicate can never hold ({why}); state a goal some state of this "
+                       "scene reaches")
 
 
 def _predicate(env) -> list[CheckResult]:
@@ -403,7 +425,7 @@ def _predicate(env) -> list[CheckResult]:
         value = env.success_predicate.evaluate(env.state)
     except Exception as exc:  # noqa: BLE001
         return [CheckResult(name="predicate_evaluable", passed=False, message=f"{type(exc).__name__}: {exc}")]
-    out = [CheckResult(name="predicate_evaluable", passed=True), _satisfiable(env.success_predicate)]
+    out = [CheckResult(name="predicate_evaluable", passed=True), _satisfiable(env.spec)]
     if value:
         out.append(
             CheckResult(

@@ -39,11 +39,12 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from sim.sandbox import isolation as sandbox_os
 from sim.sandbox.rules import check_and_compile, find_problems
@@ -107,13 +108,33 @@ class SandboxLimits:
                 raise ValueError(f"SandboxLimits.{name} must be an integer in [{low}, {high}], got {value!r}")
 
 
+def printable(text: str, newlines: bool = False) -> str:
+    """`text` with control and format characters (ESC, CR, BEL, bidi overrides ...) written as escapes, so text a
+    program chose cannot move a terminal's cursor, erase a report line or reorder what a reader sees; newlines
+    and tabs stay when `newlines`."""
+    keep = "\n\t" if newlines else ""
+    return "".join(c if c in keep or unicodedata.category(c) not in ("Cc", "Cf") else
+                   c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 class SandboxError(BaseModel):
-    """Why a sandboxed program failed, worded for the person or LLM who has to fix it."""
+    """Why a sandboxed program failed, worded for the person or LLM who has to fix it. Its text may quote what the
+    program raised or printed: control characters come out escaped (`printable`)."""
 
     kind: ErrorKind
     message: str
     lineno: int | None = None
     detail: str | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _one_printable_line(cls, v: str) -> str:
+        return printable(v)
+
+    @field_validator("detail")
+    @classmethod
+    def _printable_lines(cls, v: str | None) -> str | None:
+        return None if v is None else printable(v, newlines=True)
 
 
 class SandboxResult(BaseModel):

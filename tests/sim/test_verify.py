@@ -14,7 +14,7 @@ FAULTS = {
     "fault_unstable.py": ("stable", "unstable"),
     "fault_giant_mug.py": ("scale_plausible", "implausible for a mug"),
     "fault_true_at_start.py": ("predicate_false_at_start", "already true"),
-    "fault_contradiction.py": ("predicate_satisfiable", "grasped(mug) & ~grasped(mug) cannot all be true"),
+    "fault_contradiction.py": ("predicate_satisfiable", "can never hold (grasped(mug) & ~grasped(mug))"),
     "fault_raises.py": ("executes", "ZeroDivisionError"),
     "fault_loops.py": ("executes", "infinite loops"),  # wall-clock or CPU limit, whichever comes first
     "fault_imports_os.py": ("executes", "'os' is not allowed"),
@@ -205,3 +205,20 @@ def test_a_program_with_huge_friction_is_refused_and_mujoco_warnings_go_to_loggi
         mujoco.mj_step(env.model, env.data)
     assert any("Nan, Inf or huge value" in r.getMessage() for r in caplog.records), caplog.records
     assert list(tmp_path.iterdir()) == []
+
+
+def test_inside_an_object_without_a_cavity_can_never_hold():
+    """Session 37 (red team): `inside(mug, plate)` passed every check without the planner although a plate has no
+    cavity (`helpers.is_inside` is always false there)."""
+    from sim.predicates import inside
+
+    for seed in range(40):
+        spec = sample_spec("pick_place", seed)
+        if spec.task.success.op == "and" and spec.task.success.terms[0].op == "on":
+            break
+    target, receptacle = spec.task.success.terms[0].args
+    data = spec.model_dump(mode="json")
+    data["task"]["success"] = inside(target, receptacle).model_dump(mode="json")
+    report = verify_spec(data)
+    check = next(c for c in report.checks if c.name == "predicate_satisfiable")
+    assert not check.passed and f"can never hold (inside({target}, {receptacle}))" in check.message
