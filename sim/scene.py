@@ -31,9 +31,10 @@ from pydantic import ValidationError
 
 from sim import assets, layout
 from sim.constants import DEFAULT_ROBOT, MAX_OBJECTS, ROBOTS, ROLES
-from sim.predicates import ATOMS, Predicate
+from sim.predicates import Predicate
 from sim.spec import (
     BOUNDS,
+    RESERVED_NAMES,
     AttributeSpec,
     LayoutSpec,
     ObjectAttributes,
@@ -63,7 +64,6 @@ COLORS: dict[str, tuple[float, float, float, float]] = {
     "brown": (0.5, 0.32, 0.18, 1.0),
     "pink": (0.95, 0.55, 0.7, 1.0),
 }
-RESERVED_NAMES = set(ATOMS) | {"scene", "seed", "table", "place", "Scene", "np", "math", "sim"}
 
 
 @dataclass(frozen=True)

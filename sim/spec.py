@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import keyword
 import math
 import unicodedata
 from typing import Any, Literal
@@ -32,7 +33,7 @@ from sim.constants import (
     WORKSPACE_HIGH,
     WORKSPACE_LOW,
 )
-from sim.predicates import Predicate
+from sim.predicates import ATOMS, Predicate
 
 SPEC_VERSION = 1
 MAX_META_CHARS = 20_000
@@ -109,10 +110,23 @@ def check_predicate_size(node: Any) -> None:
             stack.extend((c, depth + 1) for c in children)
 
 
+RESERVED_NAMES = frozenset(ATOMS) | {"scene", "seed", "table", "place", "Scene", "np", "math", "sim"}
+"""names an object cannot have: the written program (`sim.scene.to_program`) binds each object to a variable of
+its name beside these (and no Python keyword can be one)"""
+
+
 class TaskObject(_Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$", description="symbol used by the predicate")
     category: str
     role: Role
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, v: str) -> str:
+        if v in RESERVED_NAMES or keyword.iskeyword(v):
+            raise ValueError(f"object name {v!r} is reserved (a Python keyword or a name the scene program uses: "
+                             f"{', '.join(sorted(RESERVED_NAMES))}); choose another")
+        return v
 
 
 class TaskSpec(_Frozen):

@@ -378,8 +378,23 @@ def _restricted_builtins(allowed: tuple[str, ...], violations: list[str]) -> dic
         return type(obj)
 
     table = {name: getattr(builtins, name) for name in SAFE_BUILTINS if hasattr(builtins, name)}
-    table.update(__import__=guarded_import, __build_class__=builtins.__build_class__, type=safe_type)
+    table.update(__import__=guarded_import, __build_class__=builtins.__build_class__, type=safe_type,
+                 hash=value_hash)
     return table
+
+
+_HASHED_VALUES = (str, bytes, int, float, complex, bool, type(None), tuple, frozenset)
+
+
+def value_hash(obj):
+    """`hash` of values only (text, numbers, tuples and frozensets of them): the same in every process (the hash
+    seed is fixed), where an object's default hash is made from its address."""
+    if type(obj) in (tuple, frozenset):
+        for item in obj:
+            value_hash(item)
+    elif type(obj) not in _HASHED_VALUES:
+        raise TypeError(f"hash() takes text, numbers and tuples of them in the sandbox, not {type(obj).__name__}")
+    return hash(obj)
 
 
 def _proxy_factory(allowed: tuple[str, ...], violations: list[str]):

@@ -42,10 +42,13 @@ DUNDER_DEFS = frozenset({
     "__getitem__", "__contains__", "__call__", "__lt__",
 })
 
+# not `id`, and `hash` only of values (sim.sandbox.child.value_hash): an object's address, and the default hash
+# made from it, differs between zygotes, so a program branching on it built another scene for the same seed in
+# another process (session 37, red team); addresses are also what a memory-corruption exploit needs
 SAFE_BUILTINS = (
     "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr",
     "classmethod", "complex", "dict", "divmod", "enumerate", "filter", "float", "format",
-    "frozenset", "hash", "hex", "id", "int", "isinstance", "issubclass", "iter", "len", "list",
+    "frozenset", "hash", "hex", "int", "isinstance", "issubclass", "iter", "len", "list",
     "map", "max", "min", "next", "object", "oct", "ord", "pow", "print", "property", "range",
     "repr", "reversed", "round", "set", "slice", "sorted", "staticmethod", "str", "sum", "super",
     "tuple", "zip", "True", "False", "None", "Ellipsis", "NotImplemented",

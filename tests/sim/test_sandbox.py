@@ -408,3 +408,14 @@ def test_type_of_a_class_is_refused(pool):
     res = pool.run("t = type(int)\nresult = 1")
     assert not res.ok and res.error.kind == "forbidden" and "type() of a class" in res.error.message
     assert pool.run("result = [type(3) is int, type('a') is str]").value == [True, True]
+
+
+def test_programs_see_no_object_addresses(pool):
+    """Session 37 (red team): `id()` and the address-made hash of an object differ between zygotes, so a program
+    branching on them built another scene for the same seed elsewhere; `id` is gone and `hash` takes values only."""
+    got = pool.run("result = id(len)")
+    assert not got.ok and "name 'id' is not defined" in got.error.message
+    got = pool.run("result = hash(len)")
+    assert not got.ok and "hash() takes text, numbers and tuples" in got.error.message
+    got = pool.run("result = hash(('mug', 1, 2.5)) == hash(('mug', 1, 2.5))")
+    assert got.ok and got.value is True

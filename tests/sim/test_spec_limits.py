@@ -3,6 +3,8 @@ or act on, and written programs whose reported scene id was not the one they bui
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import ValidationError
 
@@ -105,3 +107,14 @@ def test_vary_scene_bounds_its_verifier_runs_and_refuses_repeated_operators(monk
     out = programs.vary_scene(spec, "layout", 50, max_tries=16, verify=True, max_verifications=20)  # scene's did
     assert out.programs == [] and len(calls) == 20
     assert "verification budget of 20 spent" in out.log[-1]
+
+
+@pytest.mark.parametrize("name", ["scene", "seed", "inside", "np", "if", "lambda"])
+def test_an_object_name_the_written_program_could_not_bind_is_refused(name):
+    """Session 37 (red team): a raw spec with an object named `scene` or `if` verified, and the program written for
+    it (`program_of`) failed to run while claiming the spec's id."""
+    data = sample_spec("pick_place", 0).model_dump(mode="json")
+    old = data["task"]["objects"][0]["name"]
+    text = json.dumps(data).replace(f'"{old}"', f'"{name}"')
+    with pytest.raises(ValidationError, match=f"object name '{name}' is reserved"):
+        SceneSpec.model_validate_json(text)
