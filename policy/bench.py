@@ -13,7 +13,7 @@ import time
 import numpy as np
 import torch
 
-from sim.bench import at_least
+from sim.bench import at_least, names_list
 from sim.constants import ACTION_DIM, CHUNK, MAX_DPOS, MAX_OBJECTS, OBJ_DIM, PROPRIO_DIM
 from sim.env import make_observation, object_padding
 
@@ -138,7 +138,7 @@ def bench_inference(cfg: PolicyConfig, device: torch.device, n_envs: int, j: int
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=at_least(1), default=256, help="transitions per update")
     parser.add_argument("--seconds", type=_positive_seconds, default=2.0, help="minimum timing window per figure")
-    parser.add_argument("--backbones", type=_names(BACKBONES, "backbones"), default=",".join(BACKBONES),
+    parser.add_argument("--backbones", type=names_list(BACKBONES, "backbones"), default=",".join(BACKBONES),
                         help="comma-separated backbones")
     parser.add_argument("--devices", type=_devices, default="auto",
                         help="'auto' (cpu, plus cuda if present) or a list, e.g. cpu")
@@ -146,7 +146,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidates", type=at_least(1), default=8, help="chunks sampled per decision (j)")
     parser.add_argument("--d-model", type=at_least(1), default=128)
     parser.add_argument("--layers", type=at_least(1), default=2)
-    parser.add_argument("--amp", type=_names(AMP_MODES, "amp modes"), default="auto",
+    parser.add_argument("--amp", type=names_list(AMP_MODES, "amp modes"), default="auto",
                         help="auto (bf16 on CUDA) | bf16 | off; 'auto,off' compares both")
 
 
@@ -158,20 +158,6 @@ def _positive_seconds(text: str) -> float:
     if not seconds > 0 or seconds == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return seconds
-
-
-def _names(valid: tuple[str, ...], what: str):
-    """argparse type: comma-separated names, each one of `valid`."""
-
-    def parse(text: str) -> list[str]:
-        names = [n.strip() for n in text.split(",") if n.strip()]
-        unknown = [n for n in names if n not in valid]
-        if not names or unknown:
-            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(unknown) or '(none)'}; valid {what}: "
-                                             f"{', '.join(valid)}")
-        return names
-
-    return parse
 
 
 def _devices(text: str) -> list[str]:

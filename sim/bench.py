@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sim.constants import FAMILIES, SUBSTEPS
 
@@ -47,14 +47,22 @@ def int_list(low: int) -> Callable[[str], list[int]]:
     return parse
 
 
-def families_list(text: str) -> list[str]:
-    """argparse type: comma-separated scene families (at least one)."""
-    names = [f.strip() for f in text.split(",") if f.strip()]
-    unknown = [f for f in names if f not in FAMILIES]
-    if not names or unknown:
-        raise argparse.ArgumentTypeError(f"unknown families {', '.join(unknown) or '(none)'}; valid families: "
-                                         f"{', '.join(FAMILIES)}")
-    return names
+def names_list(valid: Sequence[str], what: str) -> Callable[[str], list[str]]:
+    """argparse type: comma-separated names, each one of `valid` (at least one)."""
+
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in names if n not in valid]
+        if not names or unknown:
+            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(unknown) or '(none)'}; valid {what}: "
+                                             f"{', '.join(valid)}")
+        return names
+
+    return parse
+
+
+families_list = names_list(FAMILIES, "families")
+"""argparse type: comma-separated scene families (at least one)"""
 
 
 def run(args) -> dict:
