@@ -31,7 +31,14 @@ import numpy as np
 
 from agent.hub import Hub, ToolError
 from agent.methods import CODA, Method
-from agent.presets import EXECUTION_VARIANTS, RUN_SEEDS, Preset, external_tasks, scene_seed_block
+from agent.presets import (
+    EXECUTION_VARIANTS,
+    RUN_SEEDS,
+    Preset,
+    check_rounds,
+    external_tasks,
+    scene_seed_block,
+)
 from agent.roles.engine import CONTROL_FACTOR, OfflineEngine, operators_for, program_of, recreating_operators
 from agent.roles.factory import Roles
 from agent.runstate import RunState
@@ -88,6 +95,7 @@ class CoEvolution:
                  early_stop: bool = True, shared_round0: dict | None = None):
         if seed not in RUN_SEEDS:
             raise ValueError(f"seed must be in 0..{RUN_SEEDS[-1]} (scene seeds of runs must stay apart), got {seed}")
+        check_rounds(preset.rounds, [seed])
         if method.generation == "memory" and memory_from is None:
             raise ValueError(f"method {method.name} reuses another run's memory: give memory_from")
         self.hub, self.roles, self.preset, self.run_id = hub, roles, preset, run_id

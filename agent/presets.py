@@ -324,6 +324,28 @@ def scene_seed_block(seed: int) -> int:
         return 400_000 + 60_000 * seed if seed else 0
     return HIGH_SEED_BLOCKS + 100_000 * (seed - 10)
 
+ROUND_SEEDS = 10_000
+"""family-sampler seeds per round in a run seed's block (`CoEvolution._scene_seed`: round r's novel scenes start at
+offset 10,000 · (r + 1))"""
+
+
+def max_rounds(seed: int) -> int:
+    """The most rounds a run of `seed` can take before its rounds' scenes run into the next block (another seed's,
+    or the evaluation suites' after seed 9): 45 for seed 0, 5 for seeds 1-9 (blocks of 60,000), 9 for seeds 10 and up
+    (blocks of 100,000)."""
+    scene_seed_block(seed)  # the seed's check
+    width = 460_000 if seed == 0 else 60_000 if seed < 10 else 100_000
+    return width // ROUND_SEEDS - 1
+
+
+def check_rounds(rounds: int, seeds) -> None:
+    """ValueError naming the first seed whose block cannot hold `rounds` rounds of scenes."""
+    for seed in seeds:
+        if rounds > max_rounds(seed):
+            raise ValueError(f"rounds must be at most {max_rounds(seed)} for seed {seed} (each round draws its scenes "
+                             f"from {ROUND_SEEDS:,} sampler seeds of the seed's own block), got {rounds}")
+
+
 BEFORE_FIELD = {"round_rollouts": "sample", "round_demos": "round", "external_dt": False, "external_proxies": 0}
 """fields whose default changed after they were added → what a preset recorded without them did"""
 

@@ -13,6 +13,7 @@ merges on id: a bad export changes nothing, and importing twice changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -215,20 +216,45 @@ def import_store(store: MemoryStore, directory: Path) -> dict:
 
 def merge_export(store: MemoryStore, export: Export) -> dict:
     """Write a checked export into the store in batches of `IMPORT_BATCH` rows (merge on id, so importing twice
-    changes nothing); returns {table: {"rows", "inserted", "updated"}}."""
+    changes nothing); returns {table: {"rows", "inserted", "updated"}}. All or nothing: the tables it writes are
+    locked for the whole import, and a write that fails midway (a full disk, Ctrl-C) restores every table to the
+    version it had before the import began, then re-raises."""
     source_embedder = export.manifest.get("embedder")
     own = getattr(store.embedder, "name", None)
     if source_embedder and own and source_embedder != own:
         log.warning("import: embeddings made by %s, this store embeds with %s", source_embedder, own)
-    summary = {}
-    for name, entry in export.manifest["tables"].items():
-        path = _table_file(export.directory, entry)
-        inserted = updated = rows = 0
-        with path.open("rb") as f:
-            numbered = enumerate(f, 1)
-            while chunk := list(islice(numbered, IMPORT_BATCH)):
-                batch = [_parse_row(TABLES[name], line, f"{path}:{n}") for n, line in chunk]
-                res = store.put_many(batch)
-                inserted, updated, rows = inserted + res.inserted, updated + res.updated, rows + len(batch)
-        summary[name] = {"rows": rows, "inserted": inserted, "updated": updated}
-    return summary
+    names = list(export.manifest["tables"])
+    with contextlib.ExitStack() as locks:
+        for name in names:
+            locks.enter_context(store.lock(name))
+        before = {name: store.table(name).version for name in names}
+        try:
+            return {name: _merge_table(store, export, name) for name in names}
+        except BaseException:
+            _restore(store, before)
+            raise
+
+
+def _merge_table(store: MemoryStore, export: Export, name: str) -> dict:
+    path = _table_file(export.directory, export.manifest["tables"][name])
+    inserted = updated = rows = 0
+    with path.open("rb") as f:
+        numbered = enumerate(f, 1)
+        while chunk := list(islice(numbered, IMPORT_BATCH)):
+            batch = [_parse_row(TABLES[name], line, f"{path}:{n}") for n, line in chunk]
+            res = store.put_many(batch)
+            inserted, updated, rows = inserted + res.inserted, updated + res.updated, rows + len(batch)
+    return {"rows": rows, "inserted": inserted, "updated": updated}
+
+
+def _restore(store: MemoryStore, versions: dict[str, int]) -> None:
+    """Put each table back at its version (a new version holding the old rows); a table that cannot be restored
+    is logged with the version to restore by hand (`coda memory` keeps every version)."""
+    for name, version in versions.items():
+        table = store.table(name)
+        try:
+            table.checkout_latest()
+            if table.version != version:
+                table.restore(version)
+        except Exception as exc:  # noqa: BLE001 - the import's own error is the one to raise
+            log.error("import: could not restore table %s to version %d: %s", name, version, exc)

@@ -276,7 +276,8 @@ class _RandomFunctions:
 
     @_values.guarded
     def default_rng(self, seed=None):
-        """A new random generator, like numpy.random.default_rng(seed)."""
+        """A new random generator, like numpy.random.default_rng(seed); without a seed, one drawn from the global
+        generator that the sandbox seeds with the program's `seed` (not the kernel's entropy)."""
         return _Random(seed)
 
     @_values.guarded

@@ -383,6 +383,14 @@ def _pick(seq: list, idx):
     return seq[int(idx)]
 
 
+def _seed_or_drawn(seed):
+    """`seed`, or without one a seed drawn from numpy's global generator — which the sandbox seeds with the
+    program's `seed` — never the kernel's entropy: a program's output is a function of its source and seed."""
+    if seed is None:
+        return int(_np.random.randint(0, 1 << 62, dtype=_np.int64))
+    return seed_arg(seed)
+
+
 def seed_arg(seed):
     if seed is None or (type(seed) is int):
         return seed
@@ -421,14 +429,16 @@ class Random:
     `integers(low, high=None, size=None, endpoint=False)`, `random(size=None)`, `uniform(low=0.0, high=1.0,
     size=None)`, `normal(loc=0.0, scale=1.0, size=None)`, `standard_normal(size=None)`, `choice(a, size=None,
     replace=True, p=None)`, `shuffle(list)` (in place) and `permutation(n or list)`. Single draws are ints or
-    floats; `size=n` gives a Vec; `choice` and `permutation` of a list give its own elements.
+    floats; `size=n` gives a Vec; `choice` and `permutation` of a list give its own elements. Without a seed, the
+    generator's seed is drawn from numpy's global generator (seeded with the program's `seed`), so two runs of one
+    program with one seed draw the same numbers.
     """
 
     __slots__ = ("_generator",)
 
     @guarded
     def __init__(self, seed=None):
-        object.__setattr__(self, "_generator", _np.random.default_rng(seed_arg(seed)))
+        object.__setattr__(self, "_generator", _np.random.default_rng(_seed_or_drawn(seed)))
 
     @classmethod
     def _wrap(cls, generator: _np.random.Generator) -> "Random":

@@ -52,6 +52,12 @@ CASES = [
     (["sim", "program", "--seed", "-1"], ["--seed", ">= 0", "-1"]),
     (["sim", "demo", "--seed", "-1"], ["--seed", ">= 0", "-1"]),
     (["sim", "render", "--family", "stack", "--seed", "-1"], ["--seed", ">= 0", "-1"]),
+    # rounds whose scenes would run into another seed's block (or the evaluation suites')
+    (["run", "--rounds", "46", "--runs-dir", "{tmp}/runs"], ["rounds must be at most 45 for seed 0", "46"]),
+    (["experiment", "--preset", "tiny", "--out", "{tmp}/e", "--methods", "sft", "--seeds", "0,9", "--rounds", "6"],
+     ["rounds must be at most 5 for seed 9", "6"]),
+    (["experiment", "--preset", "tiny", "--out", "{tmp}/e", "--methods", "sft", "--rounds", "0"],
+     ["--rounds", ">= 1", "0"]),
 ]
 
 
@@ -115,3 +121,18 @@ def test_awr_scene_seeds_end_where_the_evaluation_suites_begin():
     from sim.suites import EVAL_SEED_BASE
 
     assert AWR_FIRST_SEED + AWR_SCENE_SEEDS == EVAL_SEED_BASE
+
+
+def test_round_scenes_of_every_seed_stay_inside_its_block():
+    """`max_rounds` rounds of novel scenes (10,000 sampler seeds each, from offset 10,000) end where the next seed's
+    block, or the evaluation suites' seeds, begin."""
+    from agent.presets import ROUND_SEEDS, RUN_SEEDS, max_rounds, scene_seed_block
+    from sim.suites import EVAL_SEED_BASE, EVAL_SEED_END
+
+    blocks = sorted(scene_seed_block(s) for s in RUN_SEEDS)
+    for seed in RUN_SEEDS:
+        start = scene_seed_block(seed)
+        end = start + ROUND_SEEDS * (max_rounds(seed) + 1)  # one past the last round's last sampler seed
+        later = [b for b in blocks if b > start]
+        assert not later or end <= later[0], seed
+        assert end <= EVAL_SEED_BASE or start >= EVAL_SEED_END, seed

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from coda.cli import emit
-from coda.options import add_target_argument, check_target
+from coda.options import add_target_argument, check_target, positive_int
 
 
 def seed_list(text: str) -> list[int]:
@@ -57,7 +57,8 @@ def register(sub, name: str) -> None:
                         "(finished cells are shared; base policies are per seed)")
     p.add_argument("--preset", default="quick", help="tiny | quick | protocol | paper (with the experiment budget overrides)")
     p.add_argument("--families", default=None, help="comma-separated subset of families")
-    p.add_argument("--rounds", type=int, default=None, help="override the number of rounds")
+    p.add_argument("--rounds", type=positive_int, default=None,
+                   help="override the number of rounds (at most 5 for seeds 1-9, 9 for seeds 10 and up)")
     p.add_argument("--out", default=None, help="experiment directory (required unless --list)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="change a budget of the preset, e.g. --set targeted_per_family=24,rollouts_per_scene=4 "
@@ -86,7 +87,7 @@ def run(args) -> int:
     from agent.experiment import run_experiment, write_tables
     from agent.experiment.common import THRESHOLD_GAIN
     from agent.methods import MAIN, METHODS
-    from agent.presets import cli_overrides, experiment_preset
+    from agent.presets import check_rounds, cli_overrides, experiment_preset
 
     if args.list:
         rows = {m.name: m.summary for m in METHODS.values()}
@@ -123,6 +124,7 @@ def run(args) -> int:
     try:
         preset = experiment_preset(args.preset, **cli_overrides(args))
         check_target(preset.external)
+        check_rounds(preset.rounds, [*args.seeds, *(args.transfer_seeds or [])])
     except ValueError as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -83,13 +83,14 @@ def _argument_problem(args) -> str | None:
 
 def run(args) -> int:
     from agent.hub import Hub, ServerSpec, ToolError, stdio_specs
-    from agent.presets import cli_overrides, get_preset
+    from agent.presets import check_rounds, cli_overrides, get_preset
     from agent.report import write_report
     from agent.roles.factory import make_roles
 
     try:
         preset = get_preset(args.preset, **cli_overrides(args))
         check_target(preset.external)
+        check_rounds(preset.rounds, [0])  # a run is seed 0
     except ValueError as exc:
         print(f"coda {args.command}: {exc}", file=sys.stderr)
         return 2

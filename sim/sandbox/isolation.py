@@ -13,7 +13,8 @@ aid, not a boundary. What bounds a program that gets past them is enforced by th
 * **no privileges**: a child of a zygote that runs as the real root switches to ``nobody`` (65534);
 * **a seccomp-bpf allow-list** (libseccomp through its Python bindings ``pyseccomp``), loaded in every
   child before it reads its program: memory, time, signals to itself, ``read`` from its descriptors and
-  ``write`` to its answer pipe only; ``open*`` fail with ``EACCES``; no ``socket``, ``fork``/``clone``,
+  ``write`` to its answer pipe only; ``open*`` fail with ``EACCES``; no ``getrandom`` (no entropy: output is
+  a function of source and seed); no ``socket``, ``fork``/``clone``,
   ``execve``, ``kill``, ``pidfd_*``, ``ptrace``, ``process_vm_*``, no path-based ``stat``, no executable
   memory; everything else fails with ``EPERM``;
 * ``PR_SET_DUMPABLE = 0`` on the zygote and on the processes that own a pool (their memory and
@@ -51,11 +52,13 @@ _ALLOWED = (
     "munmap", "mremap", "brk", "madvise", "membarrier",
     "futex", "set_robust_list", "rseq", "restart_syscall",
     "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
-    "getrandom", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
     "poll", "ppoll", "select", "pselect6", "sched_yield", "sched_getaffinity",
     "getpid", "gettid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
     "getrusage", "times", "getcwd", "exit", "exit_group",
-)  # not `uname`: the kernel's release and version are the host's (a UTS namespace only renames the node)
+)  # not `uname`: the kernel's release and version are the host's (a UTS namespace only renames the node);
+# not `getrandom`: a program's output must be a function of its source and seed (the child's generators are seeded
+# from them; CPython reseeds `random` at fork, before the filter), so the kernel's entropy is closed to it
 _NO_EXEC = ("mmap", "mprotect")  # allowed without PROT_EXEC only
 _WRITE = ("write", "writev")  # allowed on the answer pipe only
 _OPEN = ("open", "openat", "openat2", "creat")  # EACCES: reads like an ordinary permission problem

@@ -7,7 +7,7 @@ import hashlib
 import json
 
 import pytest
-from memory_workers import open_store, scene
+from memory_workers import diagnosis, open_store, scene
 
 from coda.cli import main
 from memory_store.store import MemoryStore
@@ -150,3 +150,37 @@ def test_lance_runtime_error_on_open_becomes_one_line_oserror(monkeypatch):
         MemoryStore.open("s3://nonexistent/mem", create=False)
     assert str(caught.value) == ("cannot open the memory store s3://nonexistent/mem: Generic S3 error: Failed to "
                                  "resolve region for bucket 'nonexistent'")
+
+
+def test_import_whose_write_fails_midway_leaves_the_store_as_it_was(tmp_path, monkeypatch):
+    """A write that fails after some batches were merged (a full disk, Ctrl-C) restores every table the import
+    touched; the same import then completes as if the first had never run."""
+    from memory_store import transfer
+
+    src = open_store(tmp_path / "src")
+    src.put_many([scene(f"s{i}") for i in range(7)])
+    src.put_many([diagnosis(f"d{i}", f"cause {i}") for i in range(3)])
+    src.export(tmp_path / "export")
+    dst = open_store(tmp_path / "dst")
+    dst.put_many([scene("s0", program="# the destination's own s0"), scene("mine")])
+    before = {name: sorted(dst.table(name).to_arrow().to_pylist(), key=lambda r: r["id"]) for name in ("scenes",
+                                                                                                   "diagnoses")}
+    monkeypatch.setattr(transfer, "IMPORT_BATCH", 2)
+    real, calls = MemoryStore.put_many, []
+
+    def failing(self, records):
+        calls.append(1)
+        if len(calls) == 6:  # scenes merged in full (4 batches), diagnoses half-way (1 of 2)
+            raise OSError(28, "No space left on device")
+        return real(self, records)
+
+    monkeypatch.setattr(MemoryStore, "put_many", failing)
+    with pytest.raises(OSError, match="No space left"):
+        dst.import_(tmp_path / "export")
+    monkeypatch.setattr(MemoryStore, "put_many", real)
+    reopened = open_store(tmp_path / "dst")
+    after = {name: sorted(reopened.table(name).to_arrow().to_pylist(), key=lambda r: r["id"]) for name in before}
+    assert after == before
+    summary = reopened.import_(tmp_path / "export")
+    assert summary["scenes"]["rows"] == 7 and summary["diagnoses"]["rows"] == 3
+    assert reopened.table("scenes").count_rows() == 8 and reopened.table("diagnoses").count_rows() == 3

@@ -65,6 +65,8 @@ ATTEMPTS = {
     "write to the request pipe": "_write(4)",
     "write to a guessed descriptor": "[_write(fd) for fd in range(5, 64)] and None or _fail()",
     "dup the answer pipe": "_write(os.dup(3))",
+    "kernel entropy": "os.urandom(16)",
+    "getrandom": "_syscall(318, ctypes.create_string_buffer(16), 16, 0)",
 }
 
 PROBE = """

@@ -58,13 +58,18 @@ def test_globals_are_injected(pool):
 def test_runs_are_deterministic(pool):
     source = ("import numpy as np\n"
               "rng = np.random.default_rng(seed)\n"
-              "result = [float(rng.random()), float(np.random.rand()), hash('mug')]")
+              "unseeded = np.random.default_rng()\n"
+              "result = [float(rng.random()), float(np.random.rand()), hash('mug'), unseeded.integers(1 << 60)]")
     inputs = {"globals": {"seed": 7}}
     first = pool.run(source, inputs=inputs)
     assert first.ok, first.error
     assert pool.run(source, inputs=inputs).value == first.value
     with SandboxPool(limits=FAST, preload=LIGHT) as fresh:
         assert fresh.run(source, inputs=inputs).value == first.value
+    # an unseeded generator draws from the program's seed, not the kernel's entropy: another seed, other numbers
+    other = pool.run(source, inputs={"globals": {"seed": 8}})
+    assert other.ok, other.error
+    assert other.value[3] != first.value[3]
 
 
 def test_program_classes_functions_and_star_import(pool):
