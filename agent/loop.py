@@ -58,9 +58,11 @@ INTERVENTION_FACTORS = ("task", "layout", "attributes")
 INTERVENTION_OPERATORS = {
     "resample": {f: operators_for(f, None) for f in INTERVENTION_FACTORS},
     "undo": {"task": ("familiar_task",), "layout": ("declutter",), "attributes": ("nominal",)},
+    "familiar": {f: ("familiar",) for f in INTERVENTION_FACTORS},
 }
 """`Preset.intervention` -> scene factor -> the variation operators an intervention's variants use (the
-counterfactuals of `sim.engine.variations.UNDO` for "undo")"""
+counterfactuals of `sim.engine.variations.UNDO` for "undo", the seed-distribution redraws of `FAMILIAR` for
+"familiar")"""
 EXTERNAL_PROBE_GROUP = 10
 """seed group of round 0's external probe (round r: this + r); the evaluations before and after use groups from 0"""
 PROXY_TRIES = 3

@@ -35,7 +35,7 @@ ROUND_ROLLOUTS = ("sample", "mean")
 """how a round's rollouts choose actions (`Preset.round_rollouts`)"""
 ROUND_DEMOS = ("round", "accumulated")
 """whose planner demonstrations a round's update clones (`Preset.round_demos`)"""
-INTERVENTIONS = ("resample", "undo")
+INTERVENTIONS = ("resample", "undo", "familiar")
 """what an intervention variant changes (`Preset.intervention`)"""
 EXECUTION_VARIANTS = {"none": None, "nearby": ("nearby",), "other_start": ("other_start",)}
 """`Preset.execution_variants` -> the layout operators of an execution mode's targeted batch (None: no batch)"""
@@ -87,9 +87,11 @@ class Preset:
     intervention_variants: int = 2
     """variants per scene factor in which the critic's interventions re-run the policy (0: none)"""
     intervention: str = "resample"
-    """what an intervention's variant changes: "resample" (the factor drawn anew) or "undo" (the counterfactual that
-    takes the suspected cause away: crowding moved off the task's objects, their own attributes back, a familiar
-    template for an unfamiliar task); `coda bench attribution` compares them"""
+    """what an intervention's variant changes: "resample" (the factor drawn anew from the train side), "undo" (the
+    counterfactual that takes the suspected cause away: crowding moved off the task's objects, their own attributes
+    back, a familiar template for an unfamiliar task) or "familiar" (the factor redrawn from the base's narrow seed
+    distribution: a failure that a familiar value turns into a success is that factor's); `coda bench attribution`
+    compares them"""
     execution_variants: str = "none"
     """what the data engine generates for an execution mode (found by intervention: no one-factor change turned its
     failures into successes): "none" — no variants, BC on its scenes' planner demos; "nearby" — targeted batches

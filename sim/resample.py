@@ -15,15 +15,19 @@ from sim.spec import AttributeSpec, LayoutSpec, SceneSpec, TaskObject, TaskSpec
 
 
 def resample(spec: SceneSpec, factor: str, rng: np.random.Generator, split: str = "train") -> SceneSpec:
-    """A new spec equal to `spec` except for `factor`, redrawn with `rng` from the `split` side."""
+    """A new spec equal to `spec` except for `factor`, redrawn with `rng` from the `split` side: "train",
+    "heldout", or "seed" — the narrow seed distribution a base policy is trained on (`sim.assets.SEED_*`: the seed
+    layouts, the first train instances of each category, the train task templates)."""
     if factor not in FACTORS:
         raise ValueError(f"unknown factor {factor!r}; valid factors: {', '.join(FACTORS)}")
+    if split not in ("train", "heldout", "seed"):
+        raise ValueError(f"split must be 'train', 'heldout' or 'seed', got {split!r}")
     meta = {**spec.meta, "parent": spec.spec_hash(), "varied": factor}
     if factor == "task":
-        return spec.model_copy(update={"task": _task(spec, rng, split), "meta": meta})
+        return spec.model_copy(update={"task": _task(spec, rng, "train" if split == "seed" else split), "meta": meta})
     if factor == "layout":
         return spec.model_copy(update={"layout": _layout(spec, rng, split), "meta": meta})
-    return spec.model_copy(update={"attributes": _attributes(spec, rng), "meta": meta})
+    return spec.model_copy(update={"attributes": _attributes(spec, rng, seed_side=split == "seed"), "meta": meta})
 
 
 def with_template(spec: SceneSpec, template: str) -> SceneSpec:
@@ -80,7 +84,7 @@ def _task(spec: SceneSpec, rng, split: str) -> TaskSpec:
 
 
 def _layout(spec: SceneSpec, rng, split: str) -> LayoutSpec:
-    ids = [lay.id for lay in assets.seed_layouts() if lay.split == split]
+    ids = [lay.id for lay in assets.layouts_on(split)]
     seed_layout = int(ids[int(rng.integers(len(ids)))])
     requests = []
     for p in spec.layout.placements:
@@ -94,12 +98,16 @@ def _layout(spec: SceneSpec, rng, split: str) -> LayoutSpec:
     return LayoutSpec(seed_layout=seed_layout, placements=tuple(placements))
 
 
-def _attributes(spec: SceneSpec, rng) -> AttributeSpec:
+def _attributes(spec: SceneSpec, rng, seed_side: bool = False) -> AttributeSpec:
+    """Every object's instance, mass and friction redrawn (its category kept): from the instances of its own side,
+    or (`seed_side`) from its category's seed instances where it is a train object."""
     out = []
     places = {p.object: p for p in spec.layout.placements}
     for a in spec.attributes.objects:
         current = assets.get_asset(a.asset)
-        pool = [x for x in assets.assets_in(current.category, split=current.split) if x.id != a.asset] or [current]
+        side = "seed" if seed_side and current.split == "train" else current.split
+        pool = [x for x in assets.assets_in(current.category, split=side) if x.id != a.asset or side == "seed"]
+        pool = pool or [current]
         if not isinstance(current, ArticulatedAsset) and places[a.object].support == "table":
             room = _room(spec, a.object, places)
             fits = [x for x in pool if layout.footprint_radius(x, a.scale) <= room]

@@ -424,6 +424,24 @@ UNDO = {"task": {"familiar_task": familiar_task}, "layout": {"declutter": declut
 """factor -> counterfactual operators, which take a suspected cause away instead of adding one; kept apart from
 `OPERATORS` (the data engine's and the uniform baseline's draws) and used by attribution by intervention"""
 
+def familiar(factor: str):
+    """The operator that redraws `factor` from the base policy's narrow seed distribution (`resample(...,
+    split="seed")`: a seed layout, the category's seed instances, a train template): a counterfactual for a
+    failure that comes from an unfamiliar value of the factor."""
+
+    def redraw(spec: SceneSpec, rng, **_) -> SceneSpec:
+        try:
+            return tagged(resample(spec, factor, rng, split="seed"), factor, "familiar")
+        except ValueError as exc:
+            raise VariationError(str(exc)) from None
+
+    redraw.__name__ = f"familiar_{factor}"
+    return redraw
+
+
+FAMILIAR = {factor: {"familiar": familiar(factor)} for factor in ("task", "layout", "attributes")}
+"""factor -> the seed-distribution redraw, for attribution by intervention (`Preset.intervention = "familiar"`)"""
+
 LOCAL = {"layout": {"nearby": nearby, "other_start": other_start}}
 """factor -> operators that keep a scene's difficulty (near-duplicates), for execution modes
 (`Preset.execution_variants`); kept apart from `OPERATORS` like `UNDO`"""
@@ -459,8 +477,9 @@ def default_roles(spec: SceneSpec) -> dict[str, str]:
 
 
 def operator_table(factor: str) -> dict:
-    """Every operator of a factor by name: `OPERATORS`, then the counterfactual `UNDO` and the `LOCAL` ones."""
-    return {**OPERATORS[factor], **UNDO.get(factor, {}), **LOCAL.get(factor, {})}
+    """Every operator of a factor by name: `OPERATORS`, then the counterfactual `UNDO` and `FAMILIAR` and the `LOCAL`
+    ones."""
+    return {**OPERATORS[factor], **UNDO.get(factor, {}), **FAMILIAR.get(factor, {}), **LOCAL.get(factor, {})}
 
 
 def role_names() -> list[str]:

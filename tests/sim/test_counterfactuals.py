@@ -164,3 +164,38 @@ def test_nearby_moves_the_target_a_little_and_nothing_else(family):
     assert "nearby" in LOCAL["layout"] and "nearby" not in OPERATORS["layout"]
     made = vary_scene(spec, "layout", 2, seed=1, operators=("nearby",))
     assert len(made.programs) == 2 and all(p.operator == "nearby" for p in made.programs)
+
+
+@pytest.mark.parametrize("family", ["pick_place", "stack", "articulated", "prep"])
+def test_familiar_redraws_one_factor_from_the_seed_distribution(family):
+    """`familiar` (Preset.intervention "familiar"): the factor redrawn from the base's seed distribution — a seed
+    layout, the category's seed instances — and the other two factors kept; not among the engine's draws."""
+    from sim import assets
+    from sim.engine.variations import FAMILIAR, vary
+
+    seed_layouts = {lay.id for lay in assets.layouts_on("seed")}
+    for factor in ("task", "layout", "attributes"):
+        assert "familiar" not in OPERATORS[factor] and "familiar" in FAMILIAR[factor]
+    layouts = attributes = 0
+    for seed in range(30, 42):
+        spec = sample_spec(family, seed)  # a scene of the whole train side
+        got = vary(spec, "layout", 1, seed, ("familiar",), default_roles(spec))
+        if not got:  # this scene's objects fit no seed layout in four draws
+            continue
+        out = got[0]
+        assert out.layout.seed_layout in seed_layouts
+        assert out.task == spec.task and out.attributes == spec.attributes
+        assert out.meta["operator"] == "familiar"
+        layouts += 1
+        got = vary(spec, "attributes", 1, seed, ("familiar",), default_roles(spec))
+        if not got:
+            continue
+        a = got[0]
+        assert a.task == spec.task and a.layout == spec.layout
+        for before, after in zip(spec.attributes.objects, a.attributes.objects, strict=True):
+            old, new = assets.get_asset(before.asset), assets.get_asset(after.asset)
+            assert new.category == old.category
+            if old.split == "train":
+                assert new in assets.assets_in(old.category, split="seed"), (before.asset, after.asset)
+        attributes += 1
+    assert layouts >= 6 and attributes >= 6, (layouts, attributes)
