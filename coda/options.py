@@ -8,10 +8,11 @@ import os
 from pathlib import Path
 
 
-def add_executor_arguments(p: argparse.ArgumentParser) -> None:
+def add_executor_arguments(p: argparse.ArgumentParser, workers: int = 1) -> None:
     """--workers / --executor / --ray-address: where simulation (demos, rollouts, evaluation) runs."""
-    p.add_argument("--workers", type=int, default=1,
-                   help="simulation worker processes (1 = in process); policy inference stays batched here")
+    p.add_argument("--workers", type=int, default=workers,
+                   help=f"simulation worker processes (1 = in process; default {workers}); policy inference stays "
+                        "batched here")
     p.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local worker processes, or Ray actors (pip install -e '.[ray]')")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local Ray instance)")

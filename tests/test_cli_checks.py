@@ -136,3 +136,24 @@ def test_round_scenes_of_every_seed_stay_inside_its_block():
         later = [b for b in blocks if b > start]
         assert not later or end <= later[0], seed
         assert end <= EVAL_SEED_BASE or start >= EVAL_SEED_END, seed
+
+
+def test_long_jobs_simulate_on_two_workers_where_two_cpus_are_free(monkeypatch):
+    """`coda run` and an experiment's cells start the trainer with two simulation workers on a machine whose
+    process may use two CPUs (episodes do not depend on it), one on a single CPU; `--workers` still sets it."""
+    import argparse
+
+    from agent import choices
+    from agent.experiment.cells import server_args
+    from coda.commands import run as run_cmd
+
+    for cpus, want in (({0}, 1), ({0, 1}, 2), (set(range(16)), 2)):
+        monkeypatch.setattr(choices.os, "sched_getaffinity", lambda pid, cpus=cpus: cpus)
+        assert choices.default_workers() == want
+        sub = argparse.ArgumentParser().add_subparsers()
+        run_cmd.register(sub, "run")
+        parser = sub.choices["run"]
+        assert parser.parse_args([]).workers == want
+        assert parser.parse_args(["--workers", "3"]).workers == 3
+        trainer = server_args({"checkpoint": "/x/base.pt"})["trainer"]
+        assert trainer[trainer.index("--workers") + 1] == str(want)

@@ -9,6 +9,7 @@ import os
 import time
 from pathlib import Path
 
+from agent.choices import default_workers
 from agent.experiment.common import DEFAULT_BACKBONE, cell_name, code_commit, say, write_json
 from agent.experiment.metrics import base_mark, mean_ood, same_base, summarize
 from agent.hub import ServerSpec
@@ -248,9 +249,11 @@ def run_program_transfer(out: Path, seed: int, preset: Preset, base: dict, progr
 
 def server_args(base: dict, embedder: str | None = None) -> dict[str, list[str]]:
     """Extra command-line arguments of a cell's servers: the trainer may install checkpoints from the base
-    policy's folder and trains on one thread (as every cell of the protocols so far: the cells of a grid stay
-    comparable, and cells may run beside other work); the memory server's embedder."""
-    extra = {"trainer": ["--import-checkpoints", str(Path(base["checkpoint"]).parent), "--train-threads", "1"]}
+    policy's folder, trains on one thread (as every cell of the protocols so far: the cells of a grid stay
+    comparable, and cells may run beside other work) and simulates on `agent.choices.default_workers()` processes (which changes no
+    episode); the memory server's embedder."""
+    extra = {"trainer": ["--import-checkpoints", str(Path(base["checkpoint"]).parent), "--train-threads", "1",
+                         "--workers", str(default_workers())]}
     return {**extra, "memory": ["--embedder", embedder]} if embedder else extra
 
 

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent.choices import ROLE_BACKENDS, RUN_MODES
+from agent.choices import ROLE_BACKENDS, RUN_MODES, default_workers
 from coda.cli import emit
 from coda.options import (
     add_executor_arguments,
@@ -53,7 +53,7 @@ def register(sub, name: str) -> None:
     p.add_argument("--train-threads", type=positive_int, default=None, metavar="N",
                    help="torch threads of the trainer's SFT and round updates (default 1; more help on an idle "
                         "many-core machine, docs/BENCHMARKS.md)")
-    add_executor_arguments(p)
+    add_executor_arguments(p, workers=default_workers())  # two where two CPUs are free: the same episodes, sooner
     p.set_defaults(func=run)
 
 
