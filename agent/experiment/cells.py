@@ -250,8 +250,8 @@ def run_program_transfer(out: Path, seed: int, preset: Preset, base: dict, progr
 def server_args(base: dict, embedder: str | None = None) -> dict[str, list[str]]:
     """Extra command-line arguments of a cell's servers: the trainer may install checkpoints from the base
     policy's folder, trains on one thread (as every cell of the protocols so far: the cells of a grid stay
-    comparable, and cells may run beside other work) and simulates on `agent.choices.default_workers()` processes (which changes no
-    episode); the memory server's embedder."""
+    comparable, and cells may run beside other work) and simulates on `agent.choices.default_workers()`
+    processes (which changes no episode); the memory server's embedder."""
     extra = {"trainer": ["--import-checkpoints", str(Path(base["checkpoint"]).parent), "--train-threads", "1",
                          "--workers", str(default_workers())]}
     return {**extra, "memory": ["--embedder", embedder]} if embedder else extra
