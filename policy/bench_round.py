@@ -57,6 +57,12 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
   contributes as many transitions as the largest (`policy.train.balance_families`); with `--family all` only
   (one family: the same as `dt_failed_mix`).
 
+- `dt_failed_phase_mix`: the `dt_failed_mix` data with each failed scene's planner demonstration phase-weighted
+  (`policy.phase_weight`): its chunk windows over the (goal, phase) where the scene's first failed rollout went
+  wrong (the offline critic's evidence step) added `--phase-extra` more times; the same planner calls. A lever only
+  a diagnosing method has.
+- `dt_failed_randphase_mix`: the same with a span of the demonstration's timeline drawn at random (its control).
+
 `--family all` runs every family at once, as the loop's round does: the base on `--base-demos` demonstrations of
 each family, `--scenes` round scenes and `--eval` held-out scenes per family, one update over all of them; the
 report adds each arm's success per family (`per_family`).
@@ -94,6 +100,8 @@ from policy.demos import perturbed_planner_demos
 from policy.evaluate import eval_specs, train_specs
 from policy.improve import awr_round, branch_round, collect
 from policy.phase_potential import episode_potentials
+from policy.phase_weight import ARM_RULE as PHASE_RULE
+from policy.phase_weight import phase_weighted_demos
 from policy.rollout import Episode, chunk_fn, planner_demos, rollout
 from policy.takeover import ARM_RULE, arm_demos
 from policy.train import AfterUpdate, balance_families, bc_finetune, demo_buffer, train_sft
@@ -105,14 +113,15 @@ from sim.spec import SceneSpec
 ARMS = ("today", "dt", "dt_branch", "base_bc", "dt_mix", "dt_branch_mix", "dt_failed_mix", "takeover_diag_mix",
         "takeover_random_mix", "dt_critic_mix", "dt_shaped_mix", "dt_task_shaped_mix", "dt_failed_balanced_mix",
         "dt_filtered_mix", "dt_shaped_filtered_mix", "dt_failed_noown_mix", "dt_failed_dart_mix",
-        "dt_failed_startvar_mix")
+        "dt_failed_startvar_mix", "dt_failed_phase_mix", "dt_failed_randphase_mix")
 SHAPED_ARMS = {"dt_critic_mix": None, "dt_shaped_mix": "phase", "dt_task_shaped_mix": "task",
                "dt_filtered_mix": None, "dt_shaped_filtered_mix": "phase"}
 """critic arms → the scope of their potential (`policy.phase_potential`; None: sparse rewards)"""
 FILTER_ARMS = ("dt_filtered_mix", "dt_shaped_filtered_mix")
 """critic arms whose critic only selects (`TrainConfig.awr_weighting = "filter"`); the others weight by exp(A/β)"""
 CURVE_ARMS = ("dt", "base_bc", "dt_mix", "dt_failed_mix", "dt_failed_balanced_mix", "dt_failed_noown_mix",
-              "dt_failed_dart_mix", "dt_failed_startvar_mix", "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
+              "dt_failed_dart_mix", "dt_failed_startvar_mix", "dt_failed_phase_mix", "dt_failed_randphase_mix",
+              "takeover_diag_mix", "takeover_random_mix", *SHAPED_ARMS)
 """the arms `--curve` evaluates along the way (the BC and critic arms; not the branch arms)"""
 
 
@@ -132,6 +141,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the base demonstrations every BC mix keeps: the first half (default) or all")
     parser.add_argument("--critic-updates", type=int, default=None,
                         help="critic TD updates of the critic arms before their policy updates (default: --updates)")
+    parser.add_argument("--phase-extra", type=int, default=2,
+                        help="extra copies of the weighted windows in the phase arms (weight 1 + this)")
     parser.add_argument("--curve", default="", help="comma-separated policy-update counts at which every arm is "
                         "also evaluated (e.g. 50,100,150)")
     parser.add_argument("--eval", type=int, default=200, help="held-out in-distribution scenes (paired)")
@@ -143,6 +154,8 @@ def run(args) -> dict:
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         raise ValueError(f"unknown arm(s) {', '.join(unknown)}; valid arms: {', '.join(ARMS)}")
+    if args.phase_extra < 0:
+        raise ValueError(f"--phase-extra must be >= 0 (extra copies of the weighted windows), got {args.phase_extra}")
     seeds = list(args.seeds)
     curve = curve_points(args.curve, args.updates)
     eval_scenes = [s for f in bench_families(args.family) for s in eval_specs(f, "in", args.eval)]
@@ -150,7 +163,8 @@ def run(args) -> dict:
     head = {"family": args.family, "seeds": seeds, "replicates": args.replicates, "scenes": args.scenes,
             "updates": args.updates, "eval": args.eval, "base_demos": args.base_demos,
             "base_updates": args.base_updates, "base_mix": args.base_mix, "curve": curve,
-            "critic_updates": _critic_updates(args), "commit": _commit()}
+            "critic_updates": _critic_updates(args), "commit": _commit(),
+            **({"phase_extra": args.phase_extra} if any(a in PHASE_RULE for a in arms) else {})}
     for seed in seeds:
         per_seed.append(run_seed(args, seed, arms, eval_scenes, curve))
         if args.out:  # written after every seed, so a long run keeps what it finished
@@ -223,7 +237,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
     base_cpu = time.process_time() - t0
     round_scenes = [s for f in families for s in train_specs(f, args.scenes, start=100_000 + 1_000 * seed)]
     episodes = collect(base, round_scenes, args.rollouts_per_scene, seed=seed,
-                       record=any(a in ARM_RULE or SHAPED_ARMS.get(a) for a in arms))
+                       record=any(a in ARM_RULE or a in PHASE_RULE or SHAPED_ARMS.get(a) for a in arms))
     dt = planner_demos(round_scenes)
     own = [ep for ep in episodes if ep.success]
     half = base_demos if args.base_mix == "all" else [  # the first half of each family's demonstrations
@@ -250,6 +264,15 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
             rng = np.random.default_rng([7, seed])
             starts.append(planner_demos([other_start(s, rng) for s in failed]))
         return starts[0]
+    phased: dict[str, list[Episode]] = {}
+    phase_stats: dict[str, dict] = {}
+    if any(a in PHASE_RULE for a in arms):  # the failed scenes' planner demos, recorded for their phase timeline
+        recorded = planner_demos(failed, record=True)
+        for arm in arms:
+            if arm in PHASE_RULE:
+                phased[arm], phase_stats[arm] = phase_weighted_demos(episodes, recorded, PHASE_RULE[arm],
+                                                                     extra=args.phase_extra, seed=seed)
+        del recorded
     base_eval = successes(base, eval_scenes)
     say(f"base {np.mean(base_eval):.3f} on {len(eval_scenes)} held-out scenes; rollouts {np.mean([e.success for e in episodes]):.3f}; "
         f"D_t {len(dt)}/{len(round_scenes)} planner demos, {len(dt_failed)}/{len(failed)} on failed scenes")
@@ -266,6 +289,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
         "dt_failed_noown_mix": lambda s, r, h: _bc(s, dt_failed + half, args.updates, h),
         "dt_failed_dart_mix": lambda s, r, h: _bc(s, dart() + own + half, args.updates, h),
         "dt_failed_startvar_mix": lambda s, r, h: _bc(s, startvar() + own + half, args.updates, h),
+        **{arm: (lambda s, r, h, arm=arm: _bc(s, phased[arm] + own + half, args.updates, h)) for arm in PHASE_RULE},
         "takeover_diag_mix": lambda s, r, h: _bc(s, takeover["takeover_diag_mix"] + own + half, args.updates, h),
         "takeover_random_mix": lambda s, r, h: _bc(s, takeover["takeover_random_mix"] + own + half, args.updates, h),
         **{arm: (lambda s, r, h, arm=arm: _critic(s, episodes, dt_failed_mix, args.updates, _critic_updates(args),
@@ -277,6 +301,7 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
                      "dt_failed_balanced_mix": len(failed), "dt_failed_noown_mix": len(failed),
                      "dt_failed_dart_mix": len(failed), "dt_failed_startvar_mix": len(failed),
                      "takeover_diag_mix": len(failed), "takeover_random_mix": len(failed),
+                     **{arm: len(failed) for arm in PHASE_RULE},
                      **{arm: len(failed) for arm in SHAPED_ARMS}}
     results: dict[str, dict] = {}
     for arm in arms:
@@ -300,7 +325,8 @@ def run_seed(args, seed: int, arms: Sequence[str], eval_scenes: Sequence[SceneSp
             **({"takeover": takeover_stats} if takeover_stats else {}),
             **({"dart_demos": len(darts[0])} if darts else {}),
             **({"startvar_demos": len(starts[0])} if starts else {}),
-            **({"potentials": phi_stats} if phi_stats else {})}
+            **({"potentials": phi_stats} if phi_stats else {}),
+            **({"phase_weighting": phase_stats} if phase_stats else {})}
 
 
 def _copy(base: TrainState, seed: int) -> TrainState:

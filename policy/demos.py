@@ -26,6 +26,9 @@ from sim.spec import SceneSpec
 
 PERTURBED = "perturbed"
 """Episode.meta key: bool array (T,), true for control steps executed with a perturbation"""
+WINDOWS = "windows"
+"""Episode.meta key: bool array (T,), the chunk windows (by start step) `policy.train.demo_buffer` keeps
+(`policy.phase_weight`'s weighted copies)"""
 
 
 def perturbed_planner_episode(spec: SceneSpec, sigma: float = 0.015, prob: float = 0.05, seed: int = 0) -> Episode:

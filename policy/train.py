@@ -61,13 +61,14 @@ class TrainLog:
 
 def demo_buffer(demos: Sequence[Episode], embedder=None, potentials=None) -> ChunkReplayBuffer:
     """Demonstrations as overlapping chunk windows (stride 1); perturbed demos (`policy.demos`) keep only the
-    windows whose actions were executed without a perturbation."""
-    from policy.demos import PERTURBED, clean_windows
+    windows whose actions were executed without a perturbation, and an episode with meta[WINDOWS] only the
+    windows it marks (`policy.phase_weight`)."""
+    from policy.demos import PERTURBED, WINDOWS, clean_windows
 
     buf = ChunkReplayBuffer(capacity=max(1, sum(d.steps for d in demos)) + 8, embedder=embedder or get_embedder())
     for i, ep in enumerate(demos):
         phi = None if potentials is None else potentials[i]
-        keep = clean_windows(ep.meta[PERTURBED]) if PERTURBED in ep.meta else None
+        keep = clean_windows(ep.meta[PERTURBED]) if PERTURBED in ep.meta else ep.meta.get(WINDOWS)
         buf.add_episode(ep.observations, ep.actions, success=ep.success, is_demo=True, episode_id=i,
                         potentials=phi, stride=1, keep=keep)
     return buf
