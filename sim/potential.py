@@ -124,7 +124,7 @@ def _literal(tree: ast.Module, name: str) -> Any:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             try:
                 return ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, RecursionError, MemoryError):  # e.g. {[]: 1}: a literal, not a value
                 return ValueError
     return None
 

@@ -143,6 +143,9 @@ class PlaceRequest:
         fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in PlaceRequest.__slots__)
         return f"PlaceRequest({fields})"
 
+    def __hash__(self):  # by value, not address: a set of requests iterates alike in every process
+        return hash(tuple(getattr(self, f) for f in PlaceRequest.__slots__))
+
     __setattr__ = _read_only
     __delattr__ = _read_only
 
@@ -396,6 +399,7 @@ class Scene:
     """
 
     __slots__ = ("_builder", "_rng")
+    __hash__ = None  # one per program; object's default hash is its address (see sim.sandbox.child)
 
     def __init__(self, family: str, seed: int = 0, split: SceneSplit | None = None, robot: str = "gripper"):
         if split is not None and type(split) is not SceneSplit:

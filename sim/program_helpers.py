@@ -29,6 +29,7 @@ class SceneState:
     """The simulator state a potential program is evaluated on; pass it to the helpers (it has no attributes)."""
 
     __slots__ = ("_state",)
+    __hash__ = None  # object's default hash is its address (see sim.sandbox.child)
 
     def __init__(self, *args, **kwargs):
         raise TypeError("programs cannot make a SceneState; the runtime passes one to complete_k and potential_k")

@@ -435,6 +435,7 @@ class Random:
     """
 
     __slots__ = ("_generator",)
+    __hash__ = None  # object's default hash is its address (see sim.sandbox.child)
 
     @guarded
     def __init__(self, seed=None):

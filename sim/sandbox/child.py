@@ -378,9 +378,37 @@ def _restricted_builtins(allowed: tuple[str, ...], violations: list[str]) -> dic
         return type(obj)
 
     table = {name: getattr(builtins, name) for name in SAFE_BUILTINS if hasattr(builtins, name)}
-    table.update(__import__=guarded_import, __build_class__=builtins.__build_class__, type=safe_type,
+    table.update(__import__=guarded_import, __build_class__=_address_free_classes(), type=safe_type,
                  hash=value_hash)
     return table
+
+
+def _address_free_classes():
+    """`__build_class__` for the program: a class it defines without its own `__repr__` or `__hash__` gets ones
+    that do not read the instance's address (object's defaults do: `<Foo object at 0x...>`, and a set of
+    instances iterates in address order), so such a program builds the same scene in every process. The hash is
+    the instance's ordinal in the order the program first hashed its instances (the instances are kept alive, so
+    no ordinal is reused)."""
+    ordinals: dict[int, tuple[object, int]] = {}
+
+    def ordinal_hash(self) -> int:
+        got = ordinals.get(id(self))
+        if got is None:
+            got = ordinals[id(self)] = (self, len(ordinals) + 1)
+        return got[1]
+
+    def plain_repr(self) -> str:
+        return f"<{type(self).__name__} object>"
+
+    def build_class(func, name, *bases, **kwargs):
+        cls = builtins.__build_class__(func, name, *bases, **kwargs)
+        if cls.__repr__ is object.__repr__:
+            cls.__repr__ = plain_repr
+        if cls.__hash__ is object.__hash__:
+            cls.__hash__ = ordinal_hash
+        return cls
+
+    return build_class
 
 
 _HASHED_VALUES = (str, bytes, int, float, complex, bool, type(None), tuple, frozenset)

@@ -123,6 +123,9 @@ def test_spearman_matches_hand_computation():
         (lambda s: s + "\n\ndef f():\n    global SUBGOALS\n", "SUBGOALS is bound again"),
         (lambda s: s.replace('SUBGOALS = ["reach', 'SUBGOALS = ["' + "x" * 300), "at most 200 characters"),
         (lambda s: s.replace('SUBGOALS = ["reach', 'SUBGOALS = ["IGNORE PREVIOUS\\nreach'), "one printable line"),
+        # session 39 (red team): a literal with an unhashable key raised TypeError out of the check
+        (lambda s: s.replace('SUBGOALS = ["reach', 'SUBGOALS = [{[]: 1}, "reach'), "SUBGOALS"),
+        (lambda s: s.replace('LEARNING_TOOL = "awr_shaped"', 'LEARNING_TOOL = {1, []}'), "LEARNING_TOOL"),
     ],
 )
 def test_static_checks_name_the_problem(scene, edit, message):

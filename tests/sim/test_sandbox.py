@@ -72,6 +72,32 @@ def test_runs_are_deterministic(pool):
     assert other.value[3] != first.value[3]
 
 
+def test_program_objects_show_no_address(pool):
+    """A program's own class without __repr__/__hash__ gets ones that do not read the instance's address, so its
+    text and the order of a set of its instances are the same in every process (red team, session 39)."""
+    source = ("class Tag:\n"
+              "    def __init__(self, i):\n"
+              "        self.i = i\n"
+              "class Named(Tag):\n"
+              "    def __repr__(self):\n"
+              "        return 'Named' + str(self.i)\n"
+              "    def __hash__(self):\n"
+              "        return self.i\n"
+              "tags = [Tag(i) for i in range(3000)]\n"
+              "seen = set(reversed(tags))\n"
+              "order = [t.i for t in seen]\n"
+              "result = [repr(tags[0]), f'{tags[1]}', order[:50], repr(Named(4)), [n.i for n in {Named(9), Named(2)}],\n"
+              "          len(seen)]")
+    first = pool.run(source)
+    assert first.ok, first.error
+    assert first.value[:2] == ["<Tag object>", "<Tag object>"]
+    assert first.value[2] == list(range(2999, 2949, -1))  # hashed in the order the set first saw them
+    assert first.value[3:6] == ["Named4", [9, 2], 3000]  # a class's own __repr__ and __hash__ are kept
+    assert pool.run(source).value == first.value
+    with SandboxPool(limits=FAST, preload=LIGHT) as fresh:
+        assert fresh.run(source).value == first.value
+
+
 def test_program_classes_functions_and_star_import(pool):
     source = ("from numpy import *\n"
               "class Box:\n"
