@@ -36,6 +36,9 @@ def scene():
     failed = _failed("pick_place", 2)
     demos = planner_demos([sample_spec("pick_place", 2)], record=True)
     assert len(demos) == 1 and demos[0].spec_hash == failed.spec_hash
+    # recording the planner's trace changes nothing it does: the weighted arm clones the unweighted arm's demos
+    plain = planner_demos([sample_spec("pick_place", 2)])[0]
+    np.testing.assert_array_equal(plain.actions, demos[0].actions)
     return failed, demos[0]
 
 
