@@ -156,12 +156,12 @@ def _int_at_least(value: str, low: int) -> int:
     return n
 
 
-def check_output_file(flag: str, path: Path) -> None:
+def check_output_file(flag: str, path: Path, example: str = "policy.pt") -> None:
     """ValueError unless a file can be written at `path`: not a folder, and its nearest existing parent is a folder
     this process may write in. Checked before the work whose result is written there, so a mistyped path does not
     waste a training run (or leave a stray PATH.tmp behind)."""
     if path.is_dir():
-        raise ValueError(f"{flag} {path} is a folder; give a file path, e.g. {path / 'policy.pt'}")
+        raise ValueError(f"{flag} {path} is a folder; give a file path, e.g. {path / example}")
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

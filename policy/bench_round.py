@@ -60,7 +60,7 @@ Arms (`--arms`, all with the same number of policy updates `--updates`):
 - `dt_failed_phase_mix`: the `dt_failed_mix` data with each failed scene's planner demonstration phase-weighted
   (`policy.phase_weight`): its chunk windows over the (goal, phase) where the scene's first failed rollout went
   wrong (the offline critic's evidence step) added `--phase-extra` more times; the same planner calls. A lever only
-  a diagnosing method has.
+  a diagnosing method has; round decision v10: no better than a random phase (+0.6 ± 1.4 / −0.2 ± 1.6), not adopted.
 - `dt_failed_randphase_mix`: the same with a span of the demonstration's timeline drawn at random (its control).
 
 `--family all` runs every family at once, as the loop's round does: the base on `--base-demos` demonstrations of
@@ -105,7 +105,7 @@ from policy.phase_weight import phase_weighted_demos
 from policy.rollout import Episode, chunk_fn, planner_demos, rollout
 from policy.takeover import ARM_RULE, arm_demos
 from policy.train import AfterUpdate, balance_families, bc_finetune, demo_buffer, train_sft
-from sim.bench import int_list
+from sim.bench import at_least, int_list
 from sim.constants import FAMILIES
 from sim.engine.variations import other_start
 from sim.spec import SceneSpec
@@ -130,22 +130,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="scene family, or all (every family in one round, as the loop's round)")
     parser.add_argument("--seeds", type=int_list(0), default="0,1",
                         help="comma-separated seeds (base demos, round scenes, rollouts)")
-    parser.add_argument("--replicates", type=int, default=3, help="training replicates per arm and seed")
+    parser.add_argument("--replicates", type=at_least(1), default=3, help="training replicates per arm and seed")
     parser.add_argument("--arms", default=",".join(ARMS[:4]), help=f"comma-separated arms from {', '.join(ARMS)}")
-    parser.add_argument("--base-demos", type=int, default=100, help="planner demonstrations of the weak base")
-    parser.add_argument("--base-updates", type=int, default=400, help="BC updates of the weak base")
-    parser.add_argument("--scenes", type=int, default=40, help="accepted environments of the round")
-    parser.add_argument("--rollouts-per-scene", type=int, default=2, help="base rollouts per round scene")
-    parser.add_argument("--updates", type=int, default=120, help="policy updates of every arm")
+    parser.add_argument("--base-demos", type=at_least(1), default=100, help="planner demonstrations of the weak base")
+    parser.add_argument("--base-updates", type=at_least(0), default=400, help="BC updates of the weak base")
+    parser.add_argument("--scenes", type=at_least(1), default=40, help="accepted environments of the round")
+    parser.add_argument("--rollouts-per-scene", type=at_least(1), default=2, help="base rollouts per round scene")
+    parser.add_argument("--updates", type=at_least(1), default=120, help="policy updates of every arm")
     parser.add_argument("--base-mix", choices=("half", "all"), default="half",
                         help="the base demonstrations every BC mix keeps: the first half (default) or all")
-    parser.add_argument("--critic-updates", type=int, default=None,
+    parser.add_argument("--critic-updates", type=at_least(0), default=None,
                         help="critic TD updates of the critic arms before their policy updates (default: --updates)")
-    parser.add_argument("--phase-extra", type=int, default=2,
+    parser.add_argument("--phase-extra", type=at_least(0), default=2,
                         help="extra copies of the weighted windows in the phase arms (weight 1 + this)")
     parser.add_argument("--curve", default="", help="comma-separated policy-update counts at which every arm is "
                         "also evaluated (e.g. 50,100,150)")
-    parser.add_argument("--eval", type=int, default=200, help="held-out in-distribution scenes (paired)")
+    parser.add_argument("--eval", type=at_least(1), default=200, help="held-out in-distribution scenes (paired)")
     parser.add_argument("--out", default=None, help="also write the raw results (per scene and replicate) here")
 
 
@@ -168,6 +168,7 @@ def run(args) -> dict:
     for seed in seeds:
         per_seed.append(run_seed(args, seed, arms, eval_scenes, curve))
         if args.out:  # written after every seed, so a long run keeps what it finished
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(json.dumps({**head, "per_seed": per_seed}) + "\n")
     base = [100 * float(np.mean(s["base"])) for s in per_seed]
     out = {**head, "base_success": [round(b, 1) for b in base], "arms": summarize(per_seed, arms)}

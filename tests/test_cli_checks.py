@@ -58,6 +58,12 @@ CASES = [
      ["rounds must be at most 5 for seed 9", "6"]),
     (["experiment", "--preset", "tiny", "--out", "{tmp}/e", "--methods", "sft", "--rounds", "0"],
      ["--rounds", ">= 1", "0"]),
+    # session 39: the round benchmark took counts of 0 or below, and wrote --out only after its first seed
+    (["bench", "round", "--replicates", "0"], ["--replicates", ">= 1", "0"]),
+    (["bench", "round", "--eval", "-2"], ["--eval", ">= 1", "-2"]),
+    (["bench", "round", "--phase-extra", "-1"], ["--phase-extra", ">= 0", "-1"]),
+    (["bench", "round", "--out", "{tmp}/adir"], ["--out", "is a folder", "round.json"]),
+    (["bench", "round", "--out", "{tmp}/afile/r.json"], ["--out", "afile is a file, not a folder"]),
 ]
 
 

@@ -6,8 +6,10 @@ import datetime
 import importlib
 import os
 import platform
+from pathlib import Path
 
 from coda.cli import WORDS, emit
+from coda.options import check_output_file
 
 BENCHES = {
     "sim": "sim.bench",
@@ -53,6 +55,8 @@ def register(sub, name: str) -> None:
 
 
 def _run(mod, args) -> int:
+    if getattr(args, "out", None):  # before the work whose results are written there
+        check_output_file("--out", Path(args.out), example=f"{args.bench}.json")
     result = {**machine(), **mod.run(args)}
     emit(result, args.json)
     return 0

@@ -108,3 +108,5 @@ def test_bench_round_phase_arms_tiny(tmp_path):
     args.phase_extra = -1
     with pytest.raises(ValueError, match="--phase-extra must be >= 0"):
         bench_round.run(args)
+    with pytest.raises(SystemExit):  # refused while parsing, before any work
+        parser.parse_args(["--phase-extra", "-1"])
