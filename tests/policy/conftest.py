@@ -1,6 +1,10 @@
-"""Shared fixtures for the policy tests: small networks, the hash embedder, synthetic observations."""
+"""Shared fixtures for the policy tests: small networks, the hash embedder, synthetic observations, a tiny round
+benchmark."""
 
 from __future__ import annotations
+
+import argparse
+import json
 
 import numpy as np
 import pytest
@@ -40,3 +44,23 @@ def transitions(embedder):
         return synthetic_transitions(n, np.random.default_rng(seed), embedder)
 
     return make
+
+
+TINY_ROUND = ["--seeds", "0", "--replicates", "1", "--base-demos", "4", "--base-updates", "4", "--scenes", "2",
+              "--rollouts-per-scene", "1", "--updates", "2", "--eval", "2"]
+
+
+@pytest.fixture
+def tiny_round(tmp_path):
+    """run(arms, *flags) -> (summary, raw file, parser, args): `coda bench round` at tiny sizes on one seed."""
+    from policy import bench_round
+
+    def run(arms: str, *flags: str):
+        parser = argparse.ArgumentParser()
+        bench_round.add_arguments(parser)
+        out = tmp_path / "round.json"
+        args = parser.parse_args([*TINY_ROUND, "--arms", arms, *flags, "--out", str(out)])
+        result = bench_round.run(args)
+        return result, json.loads(out.read_text()), parser, args
+
+    return run

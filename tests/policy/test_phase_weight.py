@@ -82,22 +82,11 @@ def test_random_rule_is_seeded_and_a_solved_scene_is_not_weighted(scene):
         phase_weighted_demos([failed], [out[0]], "diagnosed")
 
 
-def test_bench_round_phase_arms_tiny(tmp_path):
+def test_bench_round_phase_arms_tiny(tiny_round):
     """The phase arms run at tiny sizes with the failed scenes' planner calls and report what they weighted."""
-    import argparse
-    import json
-
     from policy import bench_round
 
-    parser = argparse.ArgumentParser()
-    bench_round.add_arguments(parser)
-    out = tmp_path / "round.json"
-    args = parser.parse_args(["--seeds", "0", "--replicates", "1", "--arms",
-                              "dt_failed_phase_mix,dt_failed_randphase_mix", "--base-demos", "4",
-                              "--base-updates", "4", "--scenes", "2", "--rollouts-per-scene", "1", "--updates", "2",
-                              "--eval", "2", "--phase-extra", "3", "--out", str(out)])
-    result = bench_round.run(args)
-    raw = json.loads(out.read_text())
+    result, raw, parser, args = tiny_round("dt_failed_phase_mix,dt_failed_randphase_mix", "--phase-extra", "3")
     seed = raw["per_seed"][0]
     assert raw["phase_extra"] == 3
     for arm in ("dt_failed_phase_mix", "dt_failed_randphase_mix"):

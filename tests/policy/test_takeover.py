@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import json
-
 import numpy as np
 import pytest
 
@@ -71,19 +68,10 @@ def test_takeover_demos_one_call_per_failed_scene(failed):
         takeover_demos([no_trace], "diagnosed")
 
 
-def test_bench_round_takeover_arms_tiny(tmp_path):
+def test_bench_round_takeover_arms_tiny(tiny_round):
     """The takeover arms run at tiny sizes with as many planner calls as `dt_failed_mix` (the failed scenes)."""
-    from policy import bench_round
-
-    parser = argparse.ArgumentParser()
-    bench_round.add_arguments(parser)
-    out = tmp_path / "round.json"
-    args = parser.parse_args(["--seeds", "0", "--replicates", "1", "--arms",
-                              "dt_failed_mix,takeover_diag_mix,takeover_random_mix", "--base-demos", "4",
-                              "--base-updates", "4", "--scenes", "2", "--rollouts-per-scene", "1", "--updates", "2",
-                              "--eval", "2", "--out", str(out)])
-    result = bench_round.run(args)
-    seed = json.loads(out.read_text())["per_seed"][0]
+    result, raw, _, _ = tiny_round("dt_failed_mix,takeover_diag_mix,takeover_random_mix")
+    seed = raw["per_seed"][0]
     calls = {arm: result["arms"][arm]["planner_calls"] for arm in result["arms"]}
     assert calls == dict.fromkeys(("dt_failed_mix", "takeover_diag_mix", "takeover_random_mix"), seed["failed_scenes"])
     for arm in ("takeover_diag_mix", "takeover_random_mix"):
